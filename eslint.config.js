@@ -1,0 +1,34 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+// The layering of ARCHITECTURE.md, enforced: core imports nothing of ours and no I/O; no program imports another.
+const io = ['fs', 'node:fs', 'fs/promises', 'node:fs/promises', 'http', 'node:http', 'https', 'node:https', 'net', 'node:net',
+  'child_process', 'node:child_process', 'dgram', 'node:dgram', 'worker_threads', 'node:worker_threads'];
+const layer = (folder, forbidden, extraPaths = []) => ({
+  files: [`${folder}/**/*.ts`],
+  ignores: ['**/*.test.ts'],
+  rules: {
+    'no-restricted-imports': ['error', {
+      paths: extraPaths,
+      patterns: forbidden.map((f) => ({ group: [`**/${f}/*`, `**/${f}`], message: `${folder}/ may not import ${f}/ (ARCHITECTURE.md layout).` })),
+    }],
+  },
+});
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.cache/**', 'coverage/**', 'charts/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly', URL: 'readonly' } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  layer('core', ['k8s', 'operator', 'authz', 'cli', 'test', 'bench'],
+    [...io, '@kubernetes/client-node', 'express', 'pino', 'prom-client', 'commander'].map((name) => ({ name, message: 'core/ is pure: no I/O, no Kubernetes, no HTTP.' }))),
+  layer('k8s', ['operator', 'authz', 'cli', 'test', 'bench']),
+  layer('operator', ['authz', 'cli', 'test', 'bench']),
+  layer('authz', ['operator', 'cli', 'test', 'bench']),
+  layer('cli', ['operator', 'authz', 'test', 'bench']),
+);
