@@ -1,0 +1,11 @@
+// The domain, pure and I/O-free (ARCHITECTURE.md): everything svc-auth, the operator and the CLI share.
+export * from './result.js';
+export * from './scope.js';
+export * from './token.js';
+export * from './protected-scope.js';
+export * from './manifest.js';
+export * from './snapshot.js';
+export * from './access-index.js';
+export * from './normalize.js';
+export * from './credentials.js';
+export * from './decide.js';

@@ -1,0 +1,106 @@
+/**
+ * Request-target normalization (ACCESS-RULES.md "Normalization"): decide on the path the backend will
+ * serve, and refuse anything that could make the proxy, svc-auth and the backend disagree about it.
+ * Hand-written because it is on the hot path of every request and the rules are ours, not a URL parser's
+ * (WHATWG URL resolves `..`, decodes and re-encodes in ways that would hide the attacks we must refuse).
+ */
+export type Target =
+  | { readonly ok: true; readonly segments: readonly string[]; readonly query: string }
+  | { readonly ok: false; readonly reason: string };
+
+const MAX_TARGET_LENGTH = 8192;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Drops `scheme://authority` from an absolute URL (`X-Original-URL`); a path is returned as it is. */
+export function stripOrigin(url: string): string {
+  const scheme = url.indexOf('://');
+  if (scheme <= 0 || url.charCodeAt(0) === 0x2f) return url;
+  for (let i = 0; i < scheme; i++) {
+    const c = url.charCodeAt(i);
+    const isSchemeChar = (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (i > 0 && ((c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2d || c === 0x2e));
+    if (!isSchemeChar) return url;
+  }
+  const pathStart = url.indexOf('/', scheme + 3);
+  const queryStart = url.indexOf('?', scheme + 3);
+  if (pathStart < 0 || (queryStart >= 0 && queryStart < pathStart)) return `/${queryStart >= 0 ? url.slice(queryStart) : ''}`;
+  return url.slice(pathStart);
+}
+
+export function normalizeTarget(raw: string): Target {
+  if (raw.length === 0 || raw.charCodeAt(0) !== 0x2f) return fail('the path must start with "/"');
+  if (raw.length > MAX_TARGET_LENGTH) return fail('the request target is too long');
+  let end = raw.length;
+  let query = '';
+  const q = raw.indexOf('?');
+  const h = raw.indexOf('#');
+  if (q >= 0 && (h < 0 || q < h)) {
+    end = q;
+    query = raw.slice(q + 1, h > q ? h : raw.length);
+  } else if (h >= 0) {
+    end = h;
+  }
+  const segments: string[] = [];
+  let start = 1;
+  while (start <= end) {
+    let stop = raw.indexOf('/', start);
+    if (stop < 0 || stop > end) stop = end;
+    if (stop > start) {
+      const seg = decodeSegment(raw.slice(start, stop));
+      if (seg === null) return fail('the path has a forbidden or invalid character or encoding');
+      if (seg === '..') segments.pop();
+      else if (seg !== '.') segments.push(seg);
+    }
+    start = stop + 1;
+  }
+  return { ok: true, segments, query };
+}
+
+function fail(reason: string): Target {
+  return { ok: false, reason };
+}
+
+/** Decodes one segment exactly once; null when it holds anything the rules refuse. */
+function decodeSegment(seg: string): string | null {
+  let needsDecoding = false;
+  for (let i = 0; i < seg.length; i++) {
+    const c = seg.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f || c === 0x5c || c === 0x3b) return null; // controls, `\`, `;`
+    if (c === 0x25 || c >= 0x80) needsDecoding = true;
+  }
+  if (!needsDecoding) return seg;
+  const bytes: number[] = [];
+  for (let i = 0; i < seg.length; i++) {
+    const c = seg.charCodeAt(i);
+    if (c === 0x25) {
+      const hi = hexValue(seg.charCodeAt(i + 1));
+      const lo = hexValue(seg.charCodeAt(i + 2));
+      if (hi < 0 || lo < 0) return null;
+      bytes.push(hi * 16 + lo);
+      i += 2;
+    } else if (c <= 0xff) {
+      // Header values reach Node as latin1, so a raw non-ASCII byte is one char here: keep it as a byte.
+      bytes.push(c);
+    } else {
+      bytes.push(...Buffer.from(seg[i]!, 'utf8'));
+    }
+  }
+  let decoded: string;
+  try {
+    decoded = utf8.decode(Uint8Array.from(bytes));
+  } catch {
+    return null;
+  }
+  for (let i = 0; i < decoded.length; i++) {
+    const c = decoded.charCodeAt(i);
+    // Encoded `/` or `\`, double encoding (a `%` left over), `;`, and C0/C1 controls.
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c === 0x2f || c === 0x5c || c === 0x25 || c === 0x3b) return null;
+  }
+  return decoded;
+}
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  return -1;
+}

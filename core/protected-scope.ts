@@ -1,0 +1,176 @@
+import { checkScope, SCOPE_FIELD, SCOPE_KINDS, type Scope, type ScopeKind } from './scope.js';
+import { HASH_PATTERN, TOKEN_ID_PATTERN, tokenIdOf, type TokenHash } from './token.js';
+import { err, ok, type Result } from './result.js';
+
+export const API_GROUP = 'auth.svc.io';
+export const API_VERSION = 'v1alpha1';
+export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
+export const KIND = 'ProtectedScope';
+export const PLURAL = 'protectedscopes';
+export const MAX_TOKENS_PER_OBJECT = 1000;
+export const MAX_DESCRIPTION_LENGTH = 256;
+
+export interface TokenRecord {
+  readonly id: string;
+  readonly hash: TokenHash;
+  readonly description?: string;
+  readonly createdAt: string;
+  readonly expiresAt?: string;
+}
+
+/** Exactly one scope field is set; the type makes the other two absent. */
+export type ProtectedScopeSpec = (
+  | { readonly topicHierarchy: string; readonly metadataId?: never; readonly path?: never }
+  | { readonly metadataId: string; readonly topicHierarchy?: never; readonly path?: never }
+  | { readonly path: string; readonly topicHierarchy?: never; readonly metadataId?: never }
+) & { readonly tokens?: readonly TokenRecord[] };
+
+export interface Condition {
+  readonly type: string;
+  readonly status: 'True' | 'False' | 'Unknown';
+  readonly reason: string;
+  readonly message: string;
+  readonly observedGeneration?: number;
+  readonly lastTransitionTime: string;
+}
+
+export interface ProtectedScopeStatus {
+  readonly observedGeneration?: number;
+  readonly scope?: string;
+  readonly kind?: ScopeKind;
+  readonly state?: 'Open' | 'Closed';
+  readonly tokens?: number;
+  readonly activeTokens?: number;
+  readonly conditions?: readonly Condition[];
+  readonly mergedWith?: readonly string[];
+}
+
+export interface ObjectMeta {
+  readonly name: string;
+  readonly namespace?: string;
+  readonly generation?: number;
+  readonly resourceVersion?: string;
+  readonly uid?: string;
+  readonly creationTimestamp?: string;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly annotations?: Readonly<Record<string, string>>;
+}
+
+export interface ProtectedScope {
+  readonly apiVersion: typeof API_GROUP_VERSION;
+  readonly kind: typeof KIND;
+  readonly metadata: ObjectMeta;
+  readonly spec: ProtectedScopeSpec;
+  readonly status?: ProtectedScopeStatus;
+}
+
+/** One problem with a manifest, naming the field the way the API server would (`spec.tokens[1].hash`). */
+export interface FieldError {
+  readonly field: string;
+  readonly message: string;
+}
+
+export function scopeOf(spec: ProtectedScopeSpec): Scope {
+  if (spec.topicHierarchy !== undefined) return { kind: 'topic', value: spec.topicHierarchy };
+  if (spec.metadataId !== undefined) return { kind: 'dataset', value: spec.metadataId };
+  return { kind: 'path', value: spec.path };
+}
+
+export function specFor(scope: Scope, tokens: readonly TokenRecord[]): ProtectedScopeSpec {
+  const field = SCOPE_FIELD[scope.kind];
+  return { [field]: scope.value, tokens } as unknown as ProtectedScopeSpec;
+}
+
+export function tokensOf(ps: ProtectedScope): readonly TokenRecord[] {
+  return ps.spec.tokens ?? [];
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+// RFC 3339 as Kubernetes' date-time format accepts it.
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function isDateTime(v: unknown): v is string {
+  return typeof v === 'string' && DATE_TIME.test(v) && !Number.isNaN(Date.parse(v));
+}
+
+/**
+ * Validates an untrusted object as a ProtectedScope with the same rules as the CRD's schema and CEL
+ * (crds/protectedscope.yaml), so the directory backend and svc-auth refuse what the API server refuses.
+ */
+export function validateProtectedScope(obj: unknown): Result<ProtectedScope, FieldError[]> {
+  const errors: FieldError[] = [];
+  const fail = (field: string, message: string) => errors.push({ field, message });
+  if (!isRecord(obj)) return err([{ field: '', message: 'must be an object' }]);
+  if (obj.apiVersion !== API_GROUP_VERSION) fail('apiVersion', `must be ${API_GROUP_VERSION}`);
+  if (obj.kind !== KIND) fail('kind', `must be ${KIND}`);
+  const meta = obj.metadata;
+  if (!isRecord(meta)) fail('metadata', 'must be an object');
+  else if (typeof meta.name !== 'string' || meta.name.length > 253 || !NAME.test(meta.name)) {
+    fail('metadata.name', 'must be a lowercase DNS subdomain name (a-z, 0-9, "-", "."), at most 253 characters');
+  }
+  const spec = obj.spec;
+  if (!isRecord(spec)) {
+    fail('spec', 'must be an object');
+    return err(errors);
+  }
+  const present = SCOPE_KINDS.filter((k) => spec[SCOPE_FIELD[k]] !== undefined);
+  if (present.length !== 1) {
+    fail('spec', `exactly one of topicHierarchy, metadataId or path must be set (found ${present.length === 0 ? 'none' : present.map((k) => SCOPE_FIELD[k]).join(', ')})`);
+  } else {
+    const kind = present[0]!;
+    const value = spec[SCOPE_FIELD[kind]];
+    const checked = typeof value === 'string' ? checkScope({ kind, value }) : err('must be a string');
+    if (!checked.ok) fail(`spec.${SCOPE_FIELD[kind]}`, checked.error);
+  }
+  validateTokens(spec.tokens, fail);
+  return errors.length > 0 ? err(errors) : ok(obj as unknown as ProtectedScope);
+}
+
+function validateTokens(tokens: unknown, fail: (field: string, message: string) => void): void {
+  if (tokens === undefined) return;
+  if (!Array.isArray(tokens)) {
+    fail('spec.tokens', 'must be a list');
+    return;
+  }
+  if (tokens.length > MAX_TOKENS_PER_OBJECT) fail('spec.tokens', `must have at most ${MAX_TOKENS_PER_OBJECT} items`);
+  const seen = new Set<string>();
+  tokens.forEach((t: unknown, i) => {
+    const at = `spec.tokens[${i}]`;
+    if (!isRecord(t)) return fail(at, 'must be an object');
+    const idOk = typeof t.id === 'string' && TOKEN_ID_PATTERN.test(t.id);
+    const hashOk = typeof t.hash === 'string' && HASH_PATTERN.test(t.hash);
+    if (!idOk) fail(`${at}.id`, 'must be 12 lowercase hex characters');
+    if (!hashOk) fail(`${at}.hash`, 'must be sha256:<64 lowercase hex>');
+    if (idOk && hashOk && t.id !== tokenIdOf(t.hash as TokenHash)) fail(`${at}.id`, 'must be the first 12 hex of hash');
+    if (idOk) {
+      if (seen.has(t.id as string)) fail(`${at}.id`, `duplicate token id ${t.id as string}`);
+      seen.add(t.id as string);
+    }
+    if (!isDateTime(t.createdAt)) fail(`${at}.createdAt`, 'must be an RFC 3339 date-time');
+    if (t.expiresAt !== undefined && !isDateTime(t.expiresAt)) fail(`${at}.expiresAt`, 'must be an RFC 3339 date-time');
+    if (t.description !== undefined && (typeof t.description !== 'string' || t.description.length > MAX_DESCRIPTION_LENGTH)) {
+      fail(`${at}.description`, `must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters`);
+    }
+  });
+}
+
+export function formatFieldErrors(errors: readonly FieldError[]): string {
+  return errors.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)).join('; ');
+}
+
+/** Builds a ProtectedScope object for a scope, as the CLI writes it. */
+export function newProtectedScope(scope: Scope, name: string, namespace: string | undefined, tokens: readonly TokenRecord[]): ProtectedScope {
+  return {
+    apiVersion: API_GROUP_VERSION,
+    kind: KIND,
+    metadata: namespace === undefined ? { name } : { name, namespace },
+    spec: specFor(scope, tokens),
+  };
+}
+
+/** True once a token record has passed its expiry; records without expiry never expire. */
+export function isExpired(token: Pick<TokenRecord, 'expiresAt'>, nowMs: number): boolean {
+  return token.expiresAt !== undefined && Date.parse(token.expiresAt) <= nowMs;
+}
+

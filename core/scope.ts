@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import { err, ok, type Result } from './result.js';
+
+/**
+ * The three kinds of scope (ACCESS-RULES.md). Each kind has its own hierarchy separator, which is what
+ * "more specific" means for it: topic levels split at `.`, dataset ids at `:`, process ids at `-`.
+ */
+export type ScopeKind = 'topic' | 'dataset' | 'path';
+
+export interface Scope {
+  readonly kind: ScopeKind;
+  readonly value: string;
+}
+
+/** The ProtectedScope spec field that carries each kind. */
+export const SCOPE_FIELD = { topic: 'topicHierarchy', dataset: 'metadataId', path: 'path' } as const satisfies Record<ScopeKind, string>;
+export type ScopeField = (typeof SCOPE_FIELD)[ScopeKind];
+export const SCOPE_KINDS: readonly ScopeKind[] = ['topic', 'dataset', 'path'];
+
+// These patterns are repeated verbatim in crds/protectedscope.yaml; a test keeps the two equal.
+export const TOPIC_PATTERN = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+export const DATASET_PATTERN = /^urn:[A-Za-z0-9._~-]+(:[A-Za-z0-9._~-]+)*$/;
+export const PATH_PATTERN = /^(collections\/stations|processes\/[A-Za-z0-9_]+(-[A-Za-z0-9_]+)*)$/;
+export const MAX_LENGTH = { topic: 512, dataset: 512, path: 256 } as const satisfies Record<ScopeKind, number>;
+
+const HINT: Record<ScopeKind, string> = {
+  topic: 'a topic hierarchy is dot-separated levels of letters, digits, "_" and "-", e.g. origin.a.wis2.mw-met.data.core (the slash form origin/a/wis2/... is accepted too)',
+  dataset: 'a metadata id is a URN of letters, digits and "._~-" parts separated by ":", e.g. urn:wmo:md:mw-met:surface-weather-observations',
+  path: 'a path is collections/stations or processes/<process-id-prefix>, e.g. processes/svc or processes/svc-synop2bufr',
+};
+
+/** Parses what a person typed (CLI) or a manifest holds into a canonical scope; topics may use the slash form. */
+export function parseScope(kind: ScopeKind, raw: string): Result<Scope> {
+  let value = raw.trim();
+  if (kind === 'topic' && value.includes('/') && !value.includes('.')) {
+    value = value.replace(/^\/+|\/+$/g, '').replaceAll('/', '.');
+  }
+  return checkScope({ kind, value });
+}
+
+/** Checks a scope already in canonical form (as stored in a ProtectedScope or a snapshot). */
+export function checkScope(scope: Scope): Result<Scope> {
+  const { kind, value } = scope;
+  const pattern = kind === 'topic' ? TOPIC_PATTERN : kind === 'dataset' ? DATASET_PATTERN : PATH_PATTERN;
+  if (value.length === 0) return err(`empty ${describeKind(kind)}: ${HINT[kind]}`);
+  if (value.length > MAX_LENGTH[kind]) return err(`${describeKind(kind)} is longer than ${MAX_LENGTH[kind]} characters`);
+  if (!pattern.test(value)) return err(`invalid ${describeKind(kind)} ${JSON.stringify(value)}: ${HINT[kind]}`);
+  return ok({ kind, value });
+}
+
+export function describeKind(kind: ScopeKind): string {
+  return kind === 'topic' ? 'topic hierarchy' : kind === 'dataset' ? 'metadata id' : 'path';
+}
+
+/** `<kind>:<value>`, the form used in headers, logs, metrics and map keys. */
+export function scopeKey(scope: Scope): string {
+  return `${scope.kind}:${scope.value}`;
+}
+
+/** The levels of a scope in its own hierarchy; their count is the scope's specificity. */
+export function scopeLevels(scope: Scope): string[] {
+  switch (scope.kind) {
+    case 'topic':
+      return scope.value.split('.');
+    case 'dataset':
+      return scope.value.split(':');
+    case 'path': {
+      const [head, rest = ''] = splitOnce(scope.value, '/');
+      return head === 'processes' ? [head, ...rest.split('-')] : [head, rest];
+    }
+  }
+}
+
+export function compareScopes(a: Scope, b: Scope): number {
+  return a.kind === b.kind ? compareStrings(a.value, b.value) : compareStrings(a.kind, b.kind);
+}
+
+export function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * The object name the CLI gives a scope's ProtectedScope: kind, a readable slug and 8 hex of a hash of the
+ * scope, so one scope maps to one object and two scopes with the same slug still get different names.
+ */
+export function scopeObjectName(scope: Scope): string {
+  const digest = createHash('sha256').update(scopeKey(scope)).digest('hex').slice(0, 8);
+  const slug = scope.value
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63 - scope.kind.length - 10)
+    .replace(/-+$/, '');
+  return [scope.kind, slug, digest].filter((p) => p.length > 0).join('-');
+}
+
+function splitOnce(s: string, sep: string): [string, string] {
+  const i = s.indexOf(sep);
+  return i < 0 ? [s, ''] : [s.slice(0, i), s.slice(i + sep.length)];
+}

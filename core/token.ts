@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import { err, ok, type Result } from './result.js';
+
+/**
+ * Token format (ARCHITECTURE.md): `svc_` + 43 base62 characters (256 random bits) + 6 base62 characters
+ * of CRC32 over everything before them. The prefix makes leaked tokens greppable by secret scanners;
+ * the checksum lets svc-auth and the CLI reject typos and garbage without a lookup.
+ */
+export const TOKEN_PREFIX = 'svc_';
+const RANDOM_CHARS = 43;
+const CHECKSUM_CHARS = 6;
+export const GENERATED_TOKEN_LENGTH = TOKEN_PREFIX.length + RANDOM_CHARS + CHECKSUM_CHARS;
+export const RANDOM_BYTES = 32;
+export const MIN_SUPPLIED_LENGTH = 16;
+/** Longer credentials are refused outright; no legitimate token is anywhere near this. */
+export const MAX_TOKEN_LENGTH = 512;
+
+/** `sha256:<64 lowercase hex>`: the only form in which a token is ever stored. */
+export type TokenHash = `sha256:${string}`;
+export const HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
+export const TOKEN_ID_PATTERN = /^[0-9a-f]{12}$/;
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+function base62(n: bigint, width: number): string {
+  let out = '';
+  for (let i = 0; i < width; i++) {
+    out = BASE62[Number(n % 62n)] + out;
+    n /= 62n;
+  }
+  return out;
+}
+
+function checksum(body: string): string {
+  return base62(BigInt(crc32(body) >>> 0), CHECKSUM_CHARS);
+}
+
+/** Formats 32 random bytes (the caller supplies them: core does no I/O) as a checksummed token. */
+export function formatGeneratedToken(random: Uint8Array): string {
+  if (random.length !== RANDOM_BYTES) throw new RangeError(`a token needs exactly ${RANDOM_BYTES} random bytes`);
+  const n = BigInt(`0x${Buffer.from(random).toString('hex')}`);
+  const body = TOKEN_PREFIX + base62(n, RANDOM_CHARS);
+  return body + checksum(body);
+}
+
+/** True when the token claims the generated format (our prefix), whether or not its checksum holds. */
+export function claimsGeneratedFormat(token: string): boolean {
+  return token.startsWith(TOKEN_PREFIX);
+}
+
+export function hasValidChecksum(token: string): boolean {
+  if (token.length !== GENERATED_TOKEN_LENGTH || !token.startsWith(TOKEN_PREFIX)) return false;
+  for (let i = TOKEN_PREFIX.length; i < token.length; i++) {
+    if (!BASE62.includes(token[i]!)) return false;
+  }
+  const body = token.slice(0, -CHECKSUM_CHARS);
+  return checksum(body) === token.slice(-CHECKSUM_CHARS);
+}
+
+function isPrintableAsciiWithoutSpace(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether a credential presented in a request can possibly be a token: printable ASCII, bounded length,
+ * and a correct checksum if it claims our format. Anything else is refused before hashing.
+ */
+export function isPlausibleToken(token: string): boolean {
+  if (token.length === 0 || token.length > MAX_TOKEN_LENGTH || !isPrintableAsciiWithoutSpace(token)) return false;
+  return !claimsGeneratedFormat(token) || hasValidChecksum(token);
+}
+
+/** The rules for a token an operator supplies on the command line; checked before anything is written. */
+export function checkSuppliedToken(token: string): Result<string> {
+  if (!isPrintableAsciiWithoutSpace(token)) {
+    return err('a token must be printable ASCII without whitespace');
+  }
+  if (token.length < MIN_SUPPLIED_LENGTH) {
+    return err(`a token must be at least ${MIN_SUPPLIED_LENGTH} characters (omit it to have a strong one generated)`);
+  }
+  if (token.length > MAX_TOKEN_LENGTH) return err(`a token must be at most ${MAX_TOKEN_LENGTH} characters`);
+  if (claimsGeneratedFormat(token) && !hasValidChecksum(token)) {
+    return err(`a token starting with ${TOKEN_PREFIX} must be a generated token, and this one's checksum does not match (a typo?)`);
+  }
+  return ok(token);
+}
+
+/** Hex SHA-256 of the token; fast on purpose: tokens carry at least 112 bits, so no slow KDF is needed. */
+export function hashTokenHex(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+export function hashToken(token: string): TokenHash {
+  return `sha256:${hashTokenHex(token)}`;
+}
+
+/** The public id of a token: the first 12 hex of its hash. Safe to log, show and use for removal. */
+export function tokenIdOfHex(hex: string): string {
+  return hex.slice(0, 12);
+}
+
+export function tokenIdOf(hash: TokenHash): string {
+  return tokenIdOfHex(hash.slice('sha256:'.length));
+}
