@@ -20,10 +20,12 @@ export function stripOrigin(url: string): string {
     const isSchemeChar = (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (i > 0 && ((c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2d || c === 0x2e));
     if (!isSchemeChar) return url;
   }
-  const pathStart = url.indexOf('/', scheme + 3);
-  const queryStart = url.indexOf('?', scheme + 3);
-  if (pathStart < 0 || (queryStart >= 0 && queryStart < pathStart)) return `/${queryStart >= 0 ? url.slice(queryStart) : ''}`;
-  return url.slice(pathStart);
+  // The authority ends at the first `/`, `?` or `#` (RFC 3986 3.2); a `/` inside a fragment or query
+  // is not the start of the path (`http://h#/data/x` is a request for `/`).
+  let end = scheme + 3;
+  while (end < url.length && url[end] !== '/' && url[end] !== '?' && url[end] !== '#') end++;
+  if (url[end] === '/') return url.slice(end);
+  return `/${url[end] === '?' ? url.slice(end) : ''}`;
 }
 
 export function normalizeTarget(raw: string): Target {

@@ -87,11 +87,20 @@ export function tokensOf(ps: ProtectedScope): readonly TokenRecord[] {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 // RFC 3339 as Kubernetes' date-time format accepts it.
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 export function isDateTime(v: unknown): v is string {
-  return typeof v === 'string' && DATE_TIME.test(v) && !Number.isNaN(Date.parse(v));
+  if (typeof v !== 'string') return false;
+  const m = DATE_TIME.exec(v);
+  if (!m || Number.isNaN(Date.parse(v))) return false;
+  // Date.parse alone is not enough: it rolls impossible days over (2026-02-30 becomes March 2) and
+  // accepts 24:00:00, both of which the API server's date-time format refuses.
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const daysInMonth = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  if (daysInMonth === undefined || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) return false;
+  return m[7] === undefined || (Number(m[7]) <= 23 && Number(m[8]) <= 59);
 }
 
 /**

@@ -123,7 +123,9 @@ export function serializeSnapshot(s: Snapshot): string {
  */
 export function parseSnapshotFile(text: string): Result<{ header: SnapshotHeader; lines: string[] }> {
   const all = text.split('\n');
-  if (all.at(-1) === '') all.pop();
+  // serializeSnapshot always ends with a newline; without it the file was cut short (maybe only by that
+  // newline, but a writer that stopped there may not have finished either).
+  if (all.pop() !== '') return err('the snapshot file does not end with a newline (truncated?)');
   const [first, ...lines] = all;
   if (first === undefined) return err('empty snapshot file');
   let header: SnapshotHeader;
@@ -137,6 +139,15 @@ export function parseSnapshotFile(text: string): Result<{ header: SnapshotHeader
   }
   if (lines.length !== header.scopes) return err(`the header announces ${header.scopes} scopes but the file has ${lines.length} (truncated?)`);
   if (generationOf(lines) !== header.generation) return err('the content does not match the header generation (corrupt or half-written)');
+  // The generation covers the scope lines only, so the header's token count is checked on its own:
+  // otherwise a corrupted count would load silently (the doc above promises it is checked).
+  let tokens = 0;
+  for (const [i, line] of lines.entries()) {
+    const scope = parseScopeLine(line);
+    if (!scope.ok) return err(`line ${i + 2}: ${scope.error}`);
+    tokens += scope.value.tokens.length;
+  }
+  if (tokens !== header.tokens) return err(`the header announces ${header.tokens} tokens but the file has ${tokens}`);
   return ok({ header, lines });
 }
 
