@@ -1,0 +1,92 @@
+import { describe, it, expect } from '@jest/globals';
+import { AccessIndexBuilder, buildIndex, EMPTY_INDEX } from './access-index.js';
+import { compileSnapshot } from './snapshot.js';
+import { newProtectedScope } from './protected-scope.js';
+import { hashToken, hashTokenHex, tokenIdOf, type TokenHash } from './token.js';
+import type { Scope } from './scope.js';
+
+const H = (seed: string): TokenHash => hashToken(`index-test-${seed}`);
+const hex = (seed: string) => hashTokenHex(`index-test-${seed}`);
+const line = (scope: Scope, tokens: { hash: TokenHash; expiresAt?: string }[]) => JSON.stringify({ kind: scope.kind, value: scope.value, tokens });
+const topic = (value: string): Scope => ({ kind: 'topic', value });
+
+describe('buildIndex', () => {
+  it('indexes a compiled snapshot: counts, kinds and expiry', () => {
+    const s = compileSnapshot([
+      newProtectedScope(topic('a.b'), 'x', 'svc', [{ id: tokenIdOf(H('1')), hash: H('1'), createdAt: '2026-01-01T00:00:00Z', expiresAt: '2027-01-01T00:00:00Z' }]),
+      newProtectedScope({ kind: 'dataset', value: 'urn:x' }, 'y', 'svc', [{ id: tokenIdOf(H('2')), hash: H('2'), createdAt: '2026-01-01T00:00:00Z' }]),
+      newProtectedScope({ kind: 'path', value: 'processes/svc' }, 'z', 'svc', [{ id: tokenIdOf(H('3')), hash: H('3'), createdAt: '2026-01-01T00:00:00Z' }]),
+    ]);
+    const r = buildIndex(s.generation, s.lines);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const index = r.value;
+    expect(index.generation).toBe(s.generation);
+    expect(index.scopeCount).toBe(3);
+    expect(index.tokenCount).toBe(3);
+    expect(index.datasets.get('urn:x')?.tokens.get(hex('2'))).toBe(Infinity);
+    expect(index.paths.get('processes/svc')?.depth).toBe(2);
+    const b = index.topics.get('a')?.children.get('b')?.scope;
+    expect(b?.key).toBe('topic:a.b');
+    expect(b?.depth).toBe(2);
+    expect(b?.tokens.get(hex('1'))).toBe(Date.parse('2027-01-01T00:00:00Z'));
+    // The intermediate node `a` is not itself a closed scope.
+    expect(index.topics.get('a')?.scope).toBeUndefined();
+  });
+  it('allTokens keeps a hash’s latest expiry over all scopes', () => {
+    const r = buildIndex('g', [
+      line(topic('a'), [{ hash: H('1'), expiresAt: '2027-01-01T00:00:00.000Z' }]),
+      line(topic('b'), [{ hash: H('1') }]),
+      line(topic('c'), [{ hash: H('2'), expiresAt: '2027-01-01T00:00:00.000Z' }]),
+      line(topic('d'), [{ hash: H('2'), expiresAt: '2026-01-01T00:00:00.000Z' }]),
+    ]);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.allTokens.get(hex('1'))).toBe(Infinity);
+    expect(r.value.allTokens.get(hex('2'))).toBe(Date.parse('2027-01-01T00:00:00Z'));
+    expect(r.value.tokenCount).toBe(4);
+  });
+  it('refuses a bad line, naming it', () => {
+    const r = buildIndex('g', [line(topic('a'), [{ hash: H('1') }]), '{"kind":"topic","value":"b","tokens":[]}']);
+    expect(r).toEqual({ ok: false, error: expect.stringMatching(/^scope line 2: /) });
+  });
+  it('refuses a scope that appears twice', () => {
+    const r = buildIndex('g', [line(topic('a'), [{ hash: H('1') }]), line(topic('b'), [{ hash: H('2') }]), line(topic('a'), [{ hash: H('3') }])]);
+    expect(r).toEqual({ ok: false, error: expect.stringMatching(/^scope line 3: topic:a appears twice/) });
+  });
+  it('the same value in different kinds is not a duplicate', () => {
+    const b = new AccessIndexBuilder();
+    expect(b.addLine(line({ kind: 'path', value: 'processes/svc' }, [{ hash: H('1') }])).ok).toBe(true);
+    expect(b.addLine(line(topic('svc'), [{ hash: H('1') }])).ok).toBe(true);
+    expect(b.build('g').scopeCount).toBe(2);
+  });
+});
+
+describe('AccessIndexBuilder', () => {
+  it('refuses duplicate scopes added directly', () => {
+    const b = new AccessIndexBuilder();
+    expect(b.add({ kind: 'dataset', value: 'urn:x', tokens: [{ hash: H('1') }] })).toEqual({ ok: true, value: true });
+    expect(b.add({ kind: 'dataset', value: 'urn:x', tokens: [{ hash: H('2') }] })).toEqual({ ok: false, error: 'dataset:urn:x appears twice' });
+    // The refused scope left no trace.
+    const index = b.build('g');
+    expect(index.scopeCount).toBe(1);
+    expect(index.allTokens.has(hex('2'))).toBe(false);
+  });
+  it('builds incrementally: a topic and its parent share trie nodes', () => {
+    const b = new AccessIndexBuilder();
+    b.add({ kind: 'topic', value: 'a.b.c', tokens: [{ hash: H('1') }] });
+    b.add({ kind: 'topic', value: 'a', tokens: [{ hash: H('2') }] });
+    const index = b.build('g');
+    expect(index.topics.size).toBe(1);
+    expect(index.topics.get('a')?.scope?.depth).toBe(1);
+    expect(index.topics.get('a')?.children.get('b')?.children.get('c')?.scope?.depth).toBe(3);
+  });
+});
+
+describe('EMPTY_INDEX', () => {
+  it('has nothing closed', () => {
+    expect(EMPTY_INDEX.scopeCount).toBe(0);
+    expect(EMPTY_INDEX.tokenCount).toBe(0);
+    expect(EMPTY_INDEX.topics.size + EMPTY_INDEX.datasets.size + EMPTY_INDEX.paths.size + EMPTY_INDEX.allTokens.size).toBe(0);
+  });
+});

@@ -1,0 +1,190 @@
+import { describe, it, expect } from '@jest/globals';
+import {
+  API_GROUP_VERSION,
+  formatFieldErrors,
+  isDateTime,
+  isExpired,
+  KIND,
+  MAX_TOKENS_PER_OBJECT,
+  newProtectedScope,
+  scopeOf,
+  specFor,
+  tokensOf,
+  validateProtectedScope,
+  type FieldError,
+  type TokenRecord,
+} from './protected-scope.js';
+import { hashToken, tokenIdOf } from './token.js';
+import type { Scope } from './scope.js';
+
+// ARCHITECTURE.md "ProtectedScope": exactly one scope field, per-kind patterns, hash pattern, id = first
+// 12 hex of the hash, unique ids, maxItems, RFC 3339 dates, bounded description. Errors name the field.
+
+const record = (seed: string, extra: Partial<TokenRecord> = {}): TokenRecord => {
+  const hash = hashToken(`token-${seed}`);
+  return { id: tokenIdOf(hash), hash, createdAt: '2026-11-21T10:00:00Z', ...extra };
+};
+const object = (spec: Record<string, unknown>, name = 'topic-a-b-12345678') => ({
+  apiVersion: API_GROUP_VERSION,
+  kind: KIND,
+  metadata: { name, namespace: 'svc' },
+  spec,
+});
+const errorsOf = (obj: unknown): FieldError[] => {
+  const r = validateProtectedScope(obj);
+  return r.ok ? [] : r.error;
+};
+const fields = (obj: unknown) => errorsOf(obj).map((e) => e.field);
+
+describe('valid ProtectedScopes pass', () => {
+  it.each([
+    ['a topic without tokens', { topicHierarchy: 'origin.a.wis2.mw-met.data.core' }],
+    ['a topic with an empty token list', { topicHierarchy: 'a', tokens: [] }],
+    ['a dataset with a token', { metadataId: 'urn:wmo:md:mw-met:obs', tokens: [record('1')] }],
+    ['a process path', { path: 'processes/svc', tokens: [record('1'), record('2', { expiresAt: '2027-01-01T00:00:00Z', description: 'partner NMHS' })] }],
+    ['collections/stations', { path: 'collections/stations', tokens: [record('1', { createdAt: '2026-11-21T10:00:00.123+01:00' })] }],
+  ])('%s', (_what, spec) => {
+    const obj = object(spec);
+    expect(validateProtectedScope(obj)).toEqual({ ok: true, value: obj });
+  });
+  it(`exactly ${MAX_TOKENS_PER_OBJECT} tokens is allowed`, () => {
+    const tokens = Array.from({ length: MAX_TOKENS_PER_OBJECT }, (_, i) => record(String(i)));
+    expect(errorsOf(object({ topicHierarchy: 'a', tokens }))).toEqual([]);
+  });
+});
+
+describe('each invalid case names its field', () => {
+  it('two scope fields', () => {
+    const errors = errorsOf(object({ topicHierarchy: 'a', path: 'processes/svc' }));
+    expect(errors.map((e) => e.field)).toEqual(['spec']);
+    expect(errors[0]!.message).toMatch(/exactly one.*topicHierarchy, path/);
+  });
+  it('three scope fields', () => {
+    expect(fields(object({ topicHierarchy: 'a', metadataId: 'urn:a', path: 'processes/svc' }))).toEqual(['spec']);
+  });
+  it('no scope field', () => {
+    const errors = errorsOf(object({ tokens: [] }));
+    expect(errors.map((e) => e.field)).toEqual(['spec']);
+    expect(errors[0]!.message).toMatch(/none/);
+  });
+  it('a null scope field counts as set and is not a string', () => {
+    expect(fields(object({ topicHierarchy: null }))).toEqual(['spec.topicHierarchy']);
+  });
+  it.each([
+    ['bad topic', { topicHierarchy: 'a..b' }, 'spec.topicHierarchy'],
+    ['topic in slash form (manifests hold the canonical dotted form)', { topicHierarchy: 'a/b' }, 'spec.topicHierarchy'],
+    ['topic not a string', { topicHierarchy: 5 }, 'spec.topicHierarchy'],
+    ['bad URN', { metadataId: 'wmo:md:x' }, 'spec.metadataId'],
+    ['bad path', { path: 'processes/svc/x' }, 'spec.path'],
+    ['other collection', { path: 'collections/other' }, 'spec.path'],
+  ])('%s', (_what, spec, field) => {
+    expect(fields(object(spec))).toEqual([field]);
+  });
+  it.each([
+    ['uppercase hex', `sha256:${'A'.repeat(64)}`],
+    ['wrong algorithm', `md5:${'a'.repeat(64)}`],
+    ['short', 'sha256:abc'],
+    ['not a string', 42],
+    ['plaintext', 'svc_something'],
+  ])('bad hash: %s', (_what, hash) => {
+    expect(fields(object({ topicHierarchy: 'a', tokens: [{ ...record('1'), hash }] }))).toEqual(['spec.tokens[0].hash']);
+  });
+  it('bad id pattern', () => {
+    expect(fields(object({ topicHierarchy: 'a', tokens: [{ ...record('1'), id: 'XYZ' }] }))).toEqual(['spec.tokens[0].id']);
+  });
+  it('id not matching the hash', () => {
+    const errors = errorsOf(object({ topicHierarchy: 'a', tokens: [record('0'), { ...record('1'), id: record('2').id }] }));
+    expect(errors.map((e) => e.field)).toEqual(['spec.tokens[1].id']);
+    expect(errors[0]!.message).toMatch(/first 12 hex of hash/);
+  });
+  it('duplicate ids', () => {
+    const errors = errorsOf(object({ topicHierarchy: 'a', tokens: [record('1'), record('2'), record('1')] }));
+    expect(errors.map((e) => e.field)).toEqual(['spec.tokens[2].id']);
+    expect(errors[0]!.message).toMatch(/duplicate/);
+  });
+  it(`more than ${MAX_TOKENS_PER_OBJECT} tokens`, () => {
+    const tokens = Array.from({ length: MAX_TOKENS_PER_OBJECT + 1 }, (_, i) => record(String(i)));
+    expect(fields(object({ topicHierarchy: 'a', tokens }))).toEqual(['spec.tokens']);
+  });
+  it('tokens not a list / a token not an object', () => {
+    expect(fields(object({ topicHierarchy: 'a', tokens: {} }))).toEqual(['spec.tokens']);
+    expect(fields(object({ topicHierarchy: 'a', tokens: ['x'] }))).toEqual(['spec.tokens[0]']);
+  });
+  it.each([
+    ['missing createdAt', { createdAt: undefined }, 'spec.tokens[0].createdAt'],
+    ['date only', { createdAt: '2026-11-21' }, 'spec.tokens[0].createdAt'],
+    ['no zone', { createdAt: '2026-11-21T10:00:00' }, 'spec.tokens[0].createdAt'],
+    ['month 13', { createdAt: '2026-13-01T00:00:00Z' }, 'spec.tokens[0].createdAt'],
+    ['February 30th', { createdAt: '2026-02-30T00:00:00Z' }, 'spec.tokens[0].createdAt'],
+    ['February 29th of a common year', { createdAt: '2026-02-29T00:00:00Z' }, 'spec.tokens[0].createdAt'],
+    ['April 31st', { expiresAt: '2027-04-31T00:00:00Z' }, 'spec.tokens[0].expiresAt'],
+    ['day 0', { createdAt: '2026-01-00T00:00:00Z' }, 'spec.tokens[0].createdAt'],
+    ['hour 24', { createdAt: '2026-01-01T24:00:00Z' }, 'spec.tokens[0].createdAt'],
+    ['minute 60', { createdAt: '2026-01-01T10:60:00Z' }, 'spec.tokens[0].createdAt'],
+    ['second 60', { createdAt: '2026-01-01T10:00:60Z' }, 'spec.tokens[0].createdAt'],
+    ['offset +24:00', { createdAt: '2026-01-01T10:00:00+24:00' }, 'spec.tokens[0].createdAt'],
+    ['a number', { createdAt: 1767261600000 }, 'spec.tokens[0].createdAt'],
+    ['bad expiresAt', { expiresAt: 'tomorrow' }, 'spec.tokens[0].expiresAt'],
+  ])('bad date: %s', (_what, extra, field) => {
+    expect(fields(object({ topicHierarchy: 'a', tokens: [{ ...record('1'), ...extra }] }))).toEqual([field]);
+  });
+  it('long description', () => {
+    expect(fields(object({ topicHierarchy: 'a', tokens: [record('1', { description: 'x'.repeat(256) })] }))).toEqual([]);
+    expect(fields(object({ topicHierarchy: 'a', tokens: [record('1', { description: 'x'.repeat(257) })] }))).toEqual(['spec.tokens[0].description']);
+    expect(fields(object({ topicHierarchy: 'a', tokens: [{ ...record('1'), description: 7 }] }))).toEqual(['spec.tokens[0].description']);
+  });
+  it('apiVersion, kind, metadata.name', () => {
+    expect(fields({ ...object({ topicHierarchy: 'a' }), apiVersion: 'v1' })).toEqual(['apiVersion']);
+    expect(fields({ ...object({ topicHierarchy: 'a' }), kind: 'ConfigMap' })).toEqual(['kind']);
+    expect(fields(object({ topicHierarchy: 'a' }, 'Upper'))).toEqual(['metadata.name']);
+    expect(fields(object({ topicHierarchy: 'a' }, 'a'.repeat(254)))).toEqual(['metadata.name']);
+    expect(fields(object({ topicHierarchy: 'a' }, '-a'))).toEqual(['metadata.name']);
+    expect(fields({ ...object({ topicHierarchy: 'a' }), metadata: 'x' })).toEqual(['metadata']);
+  });
+  it('not an object, or no spec', () => {
+    expect(fields(null)).toEqual(['']);
+    expect(fields([])).toEqual(['']);
+    expect(fields({ apiVersion: API_GROUP_VERSION, kind: KIND, metadata: { name: 'x' } })).toEqual(['spec']);
+  });
+  it('reports every problem at once', () => {
+    const errors = errorsOf({ apiVersion: 'x', kind: KIND, metadata: { name: 'ok' }, spec: { path: 'bad', tokens: [{ id: 'x', hash: 'y', createdAt: 'z' }] } });
+    expect(errors.map((e) => e.field)).toEqual(['apiVersion', 'spec.path', 'spec.tokens[0].id', 'spec.tokens[0].hash', 'spec.tokens[0].createdAt']);
+    expect(formatFieldErrors(errors)).toMatch(/^apiVersion: .*; spec\.path: .*; spec\.tokens\[0\]\.id: /);
+  });
+});
+
+describe('isDateTime (RFC 3339 as the API server accepts it)', () => {
+  it.each(['2026-11-21T10:00:00Z', '2026-11-21t10:00:00z', '2024-02-29T23:59:59.999999+05:30', '2000-02-29T00:00:00-00:00', '2026-12-31T23:59:59Z'])('accepts %s', (v) => {
+    expect(isDateTime(v)).toBe(true);
+  });
+  it.each(['1900-02-29T00:00:00Z', '2026-11-21 10:00:00Z', '2026-11-21T10:00Z', '26-11-21T10:00:00Z', '2026-11-21T10:00:00+0100', ''])('refuses %s', (v) => {
+    expect(isDateTime(v)).toBe(false);
+  });
+});
+
+describe('helpers', () => {
+  const scopes: Scope[] = [
+    { kind: 'topic', value: 'a.b' },
+    { kind: 'dataset', value: 'urn:a' },
+    { kind: 'path', value: 'processes/svc' },
+  ];
+  it.each(scopes)('specFor/scopeOf round-trip %j, and the built object validates', (scope) => {
+    const tokens = [record('1')];
+    const spec = specFor(scope, tokens);
+    expect(scopeOf(spec)).toEqual(scope);
+    const ps = newProtectedScope(scope, 'x-1', 'svc', tokens);
+    expect(validateProtectedScope(ps).ok).toBe(true);
+    expect(tokensOf(ps)).toEqual(tokens);
+    expect(newProtectedScope(scope, 'x-1', undefined, []).metadata).toEqual({ name: 'x-1' });
+  });
+  it('tokensOf defaults to none', () => {
+    expect(tokensOf(object({ topicHierarchy: 'a' }) as never)).toEqual([]);
+  });
+  it('isExpired: at the instant of expiry and after; never without expiry', () => {
+    const at = Date.parse('2027-01-01T00:00:00Z');
+    expect(isExpired({ expiresAt: '2027-01-01T00:00:00Z' }, at - 1)).toBe(false);
+    expect(isExpired({ expiresAt: '2027-01-01T00:00:00Z' }, at)).toBe(true);
+    expect(isExpired({ expiresAt: '2027-01-01T01:00:00+01:00' }, at)).toBe(true);
+    expect(isExpired({}, Number.MAX_SAFE_INTEGER)).toBe(false);
+  });
+});
