@@ -1,0 +1,161 @@
+/**
+ * The two nginx configurations the suite runs, in one nginx process (one server block each):
+ *
+ * - `ingressServer`: what ingress-nginx renders for an Ingress with paths /data and /oapi (pathType
+ *   Prefix) and the annotation `nginx.ingress.kubernetes.io/auth-url: http://<svc-auth>/authz/auth-request`:
+ *   one internal `/_external-auth-<base64url(path)>-Prefix` location per path with the controller's
+ *   headers (rootfs/etc/nginx/template/nginx.tmpl), and `auth_request` in the path's location. Client
+ *   headers pass through to svc-auth (`proxy_pass_request_headers on`), as in the real controller.
+ * - `originalServer`: the shape of the original's nginx config: `auth_request /authorize;` and an
+ *   internal `/authorize` location setting `X-Original-URI` and `X-Api-Http-Method`.
+ *
+ * The WAF is a static tree (`root`), the API a stand-in proxied without a URI part, so it receives the
+ * request target as the client sent it.
+ */
+export interface ConfPorts {
+  readonly ingress: number;
+  readonly original: number;
+  readonly auth: number;
+  readonly oapi: number;
+}
+
+export interface ConfOptions {
+  readonly prefix: string;
+  readonly wafRoot: string;
+  readonly ports: ConfPorts;
+}
+
+/** ingress-nginx's name for the auth location of a path: base64url of the path, unpadded, and the path type. */
+export function externalAuthLocation(path: string, pathType = 'Prefix'): string {
+  return `/_external-auth-${Buffer.from(path).toString('base64url')}-${pathType}`;
+}
+
+function ingressAuthLocation(path: string, authPort: number): string {
+  return `
+        location = ${externalAuthLocation(path)} {
+            internal;
+
+            proxy_pass_request_body     off;
+            proxy_set_header            Content-Length          "";
+
+            proxy_set_header            Host                    127.0.0.1:${authPort};
+            proxy_set_header            X-Original-URL          $scheme://$http_host$request_uri;
+            proxy_set_header            X-Original-Method       $request_method;
+            proxy_set_header            X-Sent-From             "nginx-ingress-controller";
+            proxy_set_header            X-Real-IP               $remote_addr;
+            proxy_set_header            X-Forwarded-For         $remote_addr;
+            proxy_set_header            X-Auth-Request-Redirect $request_uri;
+
+            proxy_buffering             off;
+            proxy_http_version          1.1;
+            proxy_pass_request_headers  on;
+
+            set $target http://127.0.0.1:${authPort}/authz/auth-request;
+            proxy_pass $target;
+        }`;
+}
+
+export function ingressServer({ wafRoot, ports }: ConfOptions): string {
+  const data = externalAuthLocation('/data');
+  const oapi = externalAuthLocation('/oapi');
+  return `
+    # ingress-nginx, auth-url annotation
+    server {
+        listen 127.0.0.1:${ports.ingress};
+        server_name _;
+${ingressAuthLocation('/data', ports.auth)}
+${ingressAuthLocation('/oapi', ports.auth)}
+
+        location /data/ {
+            # this location requires authentication
+            auth_request        ${data};
+            auth_request_set    $auth_cookie $upstream_http_set_cookie;
+            add_header          Set-Cookie $auth_cookie;
+
+            root ${wafRoot};
+        }
+
+        location /oapi/ {
+            # this location requires authentication
+            auth_request        ${oapi};
+            auth_request_set    $auth_cookie $upstream_http_set_cookie;
+            add_header          Set-Cookie $auth_cookie;
+
+            client_max_body_size    1m;
+            proxy_set_header        Host              $http_host;
+            proxy_set_header        X-Forwarded-Host  $http_host;
+            proxy_set_header        X-Forwarded-Proto $scheme;
+            proxy_set_header        X-Real-IP         $remote_addr;
+            proxy_http_version      1.1;
+            proxy_pass              http://127.0.0.1:${ports.oapi};
+        }
+
+        # the controller's default backend
+        location / {
+            return 404;
+        }
+    }`;
+}
+
+export function originalServer({ wafRoot, ports }: ConfOptions): string {
+  return `
+    # the original's shape: auth_request /authorize
+    server {
+        listen 127.0.0.1:${ports.original};
+        server_name _;
+
+        location = /authorize {
+            internal;
+            proxy_pass              http://127.0.0.1:${ports.auth}/authorize;
+            proxy_pass_request_body off;
+            proxy_set_header        Content-Length "";
+            proxy_set_header        X-Original-URI $request_uri;
+            proxy_set_header        X-Api-Http-Method $request_method;
+        }
+
+        location /data/ {
+            auth_request /authorize;
+            root ${wafRoot};
+        }
+
+        location /oapi/ {
+            auth_request /authorize;
+            proxy_set_header Host $http_host;
+            proxy_pass http://127.0.0.1:${ports.oapi};
+        }
+
+        location / {
+            return 404;
+        }
+    }`;
+}
+
+export function nginxConf(options: ConfOptions): string {
+  const { prefix } = options;
+  return `# generated by test/e2e for one test run
+worker_processes 1;
+pid ${prefix}/nginx.pid;
+error_log ${prefix}/logs/error.log info;
+
+events {
+    worker_connections 512;
+}
+
+http {
+    default_type application/octet-stream;
+    types {
+        application/json json;
+    }
+    server_tokens off;
+    log_format e2e '$status $request_method "$request_uri" auth=$upstream_status';
+    access_log ${prefix}/logs/access.log e2e;
+    client_body_temp_path ${prefix}/temp/client_body;
+    proxy_temp_path ${prefix}/temp/proxy;
+    fastcgi_temp_path ${prefix}/temp/fastcgi;
+    uwsgi_temp_path ${prefix}/temp/uwsgi;
+    scgi_temp_path ${prefix}/temp/scgi;
+${ingressServer(options)}
+${originalServer(options)}
+}
+`;
+}
