@@ -1,0 +1,56 @@
+# syntax=docker/dockerfile:1
+#
+# One image, three programs: svc-auth, svc-operator and svc (alias kubectl-svc). No ENTRYPOINT: the Helm
+# chart sets `command` per component. Runs as uid 65532, with a read-only root filesystem in the chart.
+#
+#   docker build -t svc-access-control:dev .
+#   docker run --rm svc-access-control:dev svc --help
+#
+# Node 24 is an LTS line; the package itself needs Node >= 20.19.
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+# --- build: every dependency, then tsc into dist/ --------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+# --ignore-scripts: the package's `prepare` (tsc) would run before the sources are here; we build below.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY core ./core
+COPY k8s ./k8s
+COPY operator ./operator
+COPY authz ./authz
+COPY cli ./cli
+RUN npm run build
+
+# --- deps: production dependencies only -------------------------------------------------------------
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# --- runtime -------------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production
+WORKDIR /app
+# package.json is needed at run time: it makes dist/ ESM ("type": "module") and gives --version.
+COPY package.json ./
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY crds ./crds
+# The three bins on PATH as tiny wrappers (they work whether or not dist/ keeps its shebangs and exec
+# bits, and `exec` leaves node as the container's PID 1 to receive SIGTERM). npm and the package
+# managers are not needed at run time, so they go.
+RUN set -eu; \
+    for bin in svc-auth:authz svc-operator:operator svc:cli kubectl-svc:cli; do \
+      name="${bin%%:*}"; dir="${bin#*:}"; \
+      test -f "/app/dist/${dir}/main.js"; \
+      printf '#!/bin/sh\nexec node /app/dist/%s/main.js "$@"\n' "$dir" > "/usr/local/bin/${name}"; \
+      chmod 0755 "/usr/local/bin/${name}"; \
+    done; \
+    rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+           /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg \
+           /opt/yarn-*
+USER 65532:65532
+EXPOSE 8080 9090
+CMD ["svc", "--help"]
