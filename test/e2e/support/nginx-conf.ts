@@ -14,6 +14,8 @@
  */
 export interface ConfPorts {
   readonly ingress: number;
+  /** ingress-nginx again, with custom-http-errors 401,403 sent to a backend that answers 200. */
+  readonly customErrors: number;
   readonly original: number;
   readonly auth: number;
   readonly oapi: number;
@@ -97,6 +99,59 @@ ${ingressAuthLocation('/oapi', ports.auth)}
     }`;
 }
 
+/**
+ * ingress-nginx with `custom-http-errors: "401,403"` and a custom default backend: the controller adds
+ * `proxy_intercept_errors on` and `error_page <code> = @custom_<backend>_<code>` locations that proxy to the
+ * error backend with X-Code and friends. The stand-in API plays that backend and answers 200 to
+ * everything: the regression case of ANCHORS.md (CVE-2026-24513) — the client may get the error page with
+ * a 200, but never the protected file.
+ */
+export function customErrorsServer({ wafRoot, ports }: ConfOptions): string {
+  const data = externalAuthLocation('/data');
+  const errorLocation = (code: number) => `
+        location @custom_custom-default-backend_${code} {
+            internal;
+            proxy_intercept_errors off;
+            proxy_set_header       X-Code             ${code};
+            proxy_set_header       X-Format           $http_accept;
+            proxy_set_header       X-Original-URI     $request_uri;
+            proxy_set_header       X-Namespace        svc;
+            proxy_set_header       X-Ingress-Name     svc-data;
+            proxy_set_header       X-Service-Name     waf;
+            proxy_set_header       X-Service-Port     80;
+            proxy_set_header       X-Request-ID       $request_id;
+            proxy_set_header       Host               $best_http_host;
+            rewrite                (.*) / break;
+            proxy_pass             http://127.0.0.1:${ports.oapi};
+        }`;
+  return `
+    # ingress-nginx, auth-url plus custom-http-errors 401,403 (error backend answers 200)
+    server {
+        listen 127.0.0.1:${ports.customErrors};
+        server_name _;
+        set $best_http_host $http_host;
+${errorLocation(401)}
+${errorLocation(403)}
+${ingressAuthLocation('/data', ports.auth)}
+
+        location /data/ {
+            auth_request        ${data};
+            auth_request_set    $auth_cookie $upstream_http_set_cookie;
+            add_header          Set-Cookie $auth_cookie;
+
+            proxy_intercept_errors on;
+            error_page 401 = @custom_custom-default-backend_401;
+            error_page 403 = @custom_custom-default-backend_403;
+
+            root ${wafRoot};
+        }
+
+        location / {
+            return 404;
+        }
+    }`;
+}
+
 export function originalServer({ wafRoot, ports }: ConfOptions): string {
   return `
     # the original's shape: auth_request /authorize
@@ -156,6 +211,7 @@ http {
     scgi_temp_path ${prefix}/temp/scgi;
 ${ingressServer(options)}
 ${originalServer(options)}
+${customErrorsServer(options)}
 }
 `;
 }

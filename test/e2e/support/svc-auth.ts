@@ -60,7 +60,16 @@ export class SvcAuth {
     return this.child !== undefined && this.exitInfo === undefined;
   }
 
-  async start(readyTimeoutMs = 60_000): Promise<void> {
+  /** The status of one of its own endpoints (0 when it does not answer). */
+  status(path: string): Promise<number> {
+    return httpStatus(this.port, path);
+  }
+
+  /**
+   * Starts it and waits until `/readyz` (a snapshot is loaded) answers 200, or only `/healthz` (the
+   * process serves) with `waitFor: 'healthz'`.
+   */
+  async start(readyTimeoutMs = 60_000, waitFor: 'readyz' | 'healthz' = 'readyz'): Promise<void> {
     const { scopesDir, port, metricsPort, extraArgs = [] } = this.options;
     const args = ['--import', 'tsx', SVC_AUTH_ENTRY, '--scopes-dir', scopesDir, '--listen', `127.0.0.1:${port}`, '--metrics-listen', `127.0.0.1:${metricsPort}`, ...extraArgs];
     this.exitInfo = undefined;
@@ -75,11 +84,11 @@ export class SvcAuth {
     let last = 0;
     while (Date.now() < deadline) {
       if (this.exitInfo !== undefined) throw new Error(`svc-auth exited before it was ready (${this.exitInfo}):\n${this.tail()}`);
-      last = await httpStatus(port, '/readyz');
+      last = await httpStatus(port, `/${waitFor}`);
       if (last === 200) return;
       await delay(100);
     }
-    throw new Error(`svc-auth not ready within ${readyTimeoutMs} ms (last /readyz status ${last}):\n${this.tail()}`);
+    throw new Error(`svc-auth not ready within ${readyTimeoutMs} ms (last /${waitFor} status ${last}):\n${this.tail()}`);
   }
 
   /** The last lines of its output, known tokens redacted. */
