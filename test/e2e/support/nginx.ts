@@ -7,7 +7,7 @@ import { delay, waitForPort } from './net.js';
  * The nginx the end-to-end suite runs in front of svc-auth: the Debian package, started as a foreground
  * child with everything (config, pid, logs, temp files) inside a temporary prefix.
  */
-export const NGINX_PACKAGE = 'nginx-light';
+export const NGINX_PACKAGE = 'nginx';
 export const NGINX_INSTALL_COMMAND = `apt-get update && apt-get install -y ${NGINX_PACKAGE}`;
 
 const CANDIDATES = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx'];
