@@ -38,15 +38,15 @@ COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY crds ./crds
-# The three bins on PATH as tiny wrappers (they work whether or not dist/ keeps its shebangs and exec
-# bits, and `exec` leaves node as the container's PID 1 to receive SIGTERM). npm and the package
-# managers are not needed at run time, so they go.
+# The bins on PATH, as npm would link them (package.json "bin"): symlinks to the dist entry points,
+# which start with `#!/usr/bin/env node`. `kubectl-svc` keeps its name, so the CLI shows itself as
+# `kubectl svc`. npm and the other package managers are not needed at run time, so they go.
 RUN set -eu; \
     for bin in svc-auth:authz svc-operator:operator svc:cli kubectl-svc:cli; do \
-      name="${bin%%:*}"; dir="${bin#*:}"; \
-      test -f "/app/dist/${dir}/main.js"; \
-      printf '#!/bin/sh\nexec node /app/dist/%s/main.js "$@"\n' "$dir" > "/usr/local/bin/${name}"; \
-      chmod 0755 "/usr/local/bin/${name}"; \
+      name="${bin%%:*}"; main="/app/dist/${bin#*:}/main.js"; \
+      test "$(head -c 2 "$main")" = '#!'; \
+      chmod 0755 "$main"; \
+      ln -s "$main" "/usr/local/bin/${name}"; \
     done; \
     rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
            /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg \
