@@ -1,0 +1,655 @@
+import { describe, it, expect } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { buildIndex, EMPTY_INDEX, type AccessIndex } from './access-index.js';
+import { decide, decideForScope, DEFAULT_CONFIG, parsePrefix, type AccessConfig, type Decision } from './decide.js';
+import { stripOrigin } from './normalize.js';
+import { newProtectedScope } from './protected-scope.js';
+import { scopeKey, type Scope } from './scope.js';
+import { compileSnapshot } from './snapshot.js';
+import { formatGeneratedToken, hashToken, tokenIdOf } from './token.js';
+
+// ACCESS-RULES.md, rule by rule, through the decision engine. Tokens are generated from fixed seeds and
+// referred to by name; no test name or assertion message carries a token.
+
+const NOW = Date.parse('2026-11-21T12:00:00Z');
+const PAST = '2026-11-01T00:00:00Z';
+const FUTURE = '2027-01-01T00:00:00Z';
+
+const tok = (seed: string) => formatGeneratedToken(createHash('sha256').update(`decide-test-${seed}`).digest());
+const idOf = (token: string) => tokenIdOf(hashToken(token));
+
+const topic = (value: string): Scope => ({ kind: 'topic', value });
+const dataset = (value: string): Scope => ({ kind: 'dataset', value });
+const path = (value: string): Scope => ({ kind: 'path', value });
+
+interface Grant {
+  readonly scope: Scope;
+  readonly token: string;
+  readonly expiresAt?: string;
+}
+function indexOf(grants: readonly Grant[]): AccessIndex {
+  const objects = grants.map((g, i) => {
+    const hash = hashToken(g.token);
+    return newProtectedScope(g.scope, `o-${i}`, 'svc', [
+      { id: tokenIdOf(hash), hash, createdAt: '2026-11-01T00:00:00Z', ...(g.expiresAt ? { expiresAt: g.expiresAt } : {}) },
+    ]);
+  });
+  const s = compileSnapshot(objects);
+  const r = buildIndex(s.generation, s.lines);
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+}
+const bearer = (t: string) => `Bearer ${t}`;
+const basicAuth = (pw: string, user = 'anyone') => `Basic ${Buffer.from(`${user}:${pw}`).toString('base64')}`;
+const ask = (index: AccessIndex, method: string, target: string, authorization?: string, config: AccessConfig = DEFAULT_CONFIG): Decision =>
+  decide(index, config, { method, target, authorization }, NOW);
+const outcome = (d: Decision) => d.outcome;
+const governing = (d: Decision) => ('governing' in d ? d.governing.map(scopeKey).sort() : []);
+const allowed = (d: Decision) => d.outcome === 'open' || d.outcome === 'granted';
+
+// A realistic world: one closed scope of every kind.
+const T = {
+  core: tok('core'),
+  obs: tok('obs'),
+  stations: tok('stations'),
+  svc: tok('svc'),
+  other: tok('other'),
+  unknown: tok('unknown'),
+};
+const CORE = topic('origin.a.wis2.mw-met.data.core');
+const OBS = dataset('urn:wmo:md:mw-met:obs');
+const STATIONS = path('collections/stations');
+const SVC = path('processes/svc');
+const OTHER = topic('elsewhere.x');
+const world = indexOf([
+  { scope: CORE, token: T.core },
+  { scope: OBS, token: T.obs },
+  { scope: STATIONS, token: T.stations },
+  { scope: SVC, token: T.svc },
+  { scope: OTHER, token: T.other },
+]);
+const CORE_FILE = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/weather/x.bufr4';
+const OBS_FILE = '/data/2026-11-21/wis/urn:wmo:md:mw-met:obs/x.bufr4';
+
+describe('everything is open by default', () => {
+  it.each([
+    ['GET', CORE_FILE],
+    ['DELETE', CORE_FILE],
+    ['POST', '/oapi/collections/stations/items'],
+    ['POST', '/oapi/processes/svc-synop2bufr/execution'],
+    ['GET', '/oapi/collections/urn:wmo:md:mw-met:obs/items'],
+    ['GET', '/anything/else'],
+  ])('with no closed scope, %s %s is open', (method, target) => {
+    expect(outcome(ask(EMPTY_INDEX, method, target))).toBe('open');
+  });
+  it('an index with only other scopes closed leaves unrelated data open', () => {
+    expect(ask(world, 'GET', '/data/2026-11-21/wis/origin/b/x.bufr4')).toEqual({ outcome: 'open', area: 'waf' });
+    expect(ask(world, 'GET', '/oapi/collections/other.topic/items')).toEqual({ outcome: 'open', area: 'api' });
+    expect(ask(world, 'GET', '/')).toEqual({ outcome: 'open', area: 'other' });
+  });
+});
+
+describe('WAF: topic levels as consecutive path segments anywhere below the prefix', () => {
+  it('the ACCESS-RULES.md example is governed', () => {
+    const d = ask(world, 'GET', CORE_FILE);
+    expect(d).toMatchObject({ outcome: 'no-token', area: 'waf' });
+    expect(governing(d)).toEqual([scopeKey(CORE)]);
+  });
+  it.each([
+    ['right below the prefix', '/data/origin/a/wis2/mw-met/data/core/x.bufr4'],
+    ['deep below', '/data/1/2/3/4/origin/a/wis2/mw-met/data/core/weather/surface/x'],
+    ['the directory itself (last segment)', '/data/x/origin/a/wis2/mw-met/data/core'],
+    ['any method', CORE_FILE],
+  ])('governed: %s', (_what, target) => {
+    expect(outcome(ask(world, 'HEAD', target))).toBe('no-token');
+  });
+  it.each([
+    ['a level missing', '/data/origin/a/wis2/data/core/x'],
+    ['levels not consecutive', '/data/origin/a/wis2/mw-met/x/data/core/y'],
+    ['levels reversed', '/data/core/data/mw-met/wis2/a/origin/x'],
+    ['only a prefix of the levels', '/data/origin/a/wis2/mw-met/data/x'],
+    ['the levels in one dotted segment', '/data/origin.a.wis2.mw-met.data.core/x'],
+    ['a level extended (core2)', '/data/origin/a/wis2/mw-met/data/core2/x'],
+    ['a level prefixed (xcore)', '/data/origin/a/wis2/mw-met/data/xcore/x'],
+    ['different case', '/data/Origin/a/wis2/mw-met/data/core/x'],
+    ['not below the prefix', '/origin/a/wis2/mw-met/data/core/x'],
+    ['prefix not at the start', '/x/data/origin/a/wis2/mw-met/data/core/x'],
+  ])('not governed: %s', (_what, target) => {
+    expect(outcome(ask(world, 'GET', target))).toBe('open');
+  });
+  it('a topic "a.core" does not govern a level "core2"', () => {
+    const index = indexOf([{ scope: topic('a.core'), token: T.core }]);
+    expect(outcome(ask(index, 'GET', '/data/a/core/x'))).toBe('no-token');
+    expect(outcome(ask(index, 'GET', '/data/a/core2/x'))).toBe('open');
+    expect(outcome(ask(index, 'GET', '/data/a/core-2/x'))).toBe('open');
+  });
+  it('the prefix segment is not a level of the topic', () => {
+    const index = indexOf([{ scope: topic('data.core'), token: T.core }]);
+    expect(outcome(ask(index, 'GET', '/data/core/x'))).toBe('open');
+    expect(outcome(ask(index, 'GET', '/data/data/core/x'))).toBe('no-token');
+  });
+  it('a single-level topic matches that segment anywhere', () => {
+    const index = indexOf([{ scope: topic('secret'), token: T.core }]);
+    expect(outcome(ask(index, 'GET', '/data/a/b/secret'))).toBe('no-token');
+    expect(outcome(ask(index, 'GET', '/data/secret/a/b'))).toBe('no-token');
+    expect(outcome(ask(index, 'GET', '/data/secrets/a/b'))).toBe('open');
+  });
+});
+
+describe('WAF: a dataset segment equal to the id or extending it at ":"', () => {
+  it.each([
+    ['equal', OBS_FILE],
+    ['extending at ":"', '/data/2026-11-21/wis/urn:wmo:md:mw-met:obs:hourly/x.bufr4'],
+    ['right below the prefix', '/data/urn:wmo:md:mw-met:obs'],
+  ])('governed: %s', (_what, target) => {
+    const d = ask(world, 'GET', target);
+    expect(outcome(d)).toBe('no-token');
+    expect(governing(d)).toEqual([scopeKey(OBS)]);
+  });
+  it.each([
+    ['extended without ":" (obs2)', '/data/wis/urn:wmo:md:mw-met:obs2/x'],
+    ['extended with "." (a file name)', '/data/wis/urn:wmo:md:mw-met:obs.bufr4'],
+    ['less specific than the scope', '/data/wis/urn:wmo:md:mw-met/x'],
+    ['not starting the segment', '/data/wis/xurn:wmo:md:mw-met:obs/x'],
+    ['split over segments', '/data/wis/urn:wmo:md/mw-met:obs/x'],
+    ['different case', '/data/wis/URN:wmo:md:mw-met:obs/x'],
+  ])('not governed: %s', (_what, target) => {
+    expect(outcome(ask(world, 'GET', target))).toBe('open');
+  });
+});
+
+describe('WAF: discovery metadata under /data/metadata/ is always open', () => {
+  it.each([
+    '/data/metadata/origin/a/wis2/mw-met/data/core/x.json',
+    '/data/metadata/urn:wmo:md:mw-met:obs.json',
+    '/data/metadata/urn:wmo:md:mw-met:obs/x',
+    '/data/metadata',
+    '/data/metadata/',
+  ])('%s is open although it names closed scopes', (target) => {
+    expect(outcome(ask(world, 'GET', target, bearer('not a token')))).toBe('open');
+  });
+  it.each([
+    ['metadata deeper down', '/data/x/metadata/origin/a/wis2/mw-met/data/core/x'],
+    ['metadatax', '/data/metadatax/origin/a/wis2/mw-met/data/core/x'],
+    ['Metadata', '/data/Metadata/origin/a/wis2/mw-met/data/core/x'],
+    ['escaping metadata with ..', '/data/metadata/../origin/a/wis2/mw-met/data/core/x'],
+    ['escaping metadata with %2e%2e', '/data/metadata/%2e%2e/origin/a/wis2/mw-met/data/core/x'],
+  ])('not the metadata exception: %s', (_what, target) => {
+    expect(outcome(ask(world, 'GET', target))).toBe('no-token');
+  });
+});
+
+describe('API collections: the id as a topic (at ".") and as a dataset (at ":")', () => {
+  it.each([
+    ['the topic', '/oapi/collections/origin.a.wis2.mw-met.data.core', CORE],
+    ['a more specific topic', '/oapi/collections/origin.a.wis2.mw-met.data.core.weather/items', CORE],
+    ['an item', '/oapi/collections/origin.a.wis2.mw-met.data.core/items/x', CORE],
+    ['the dataset', '/oapi/collections/urn:wmo:md:mw-met:obs/items', OBS],
+    ['a dataset extended at ":"', '/oapi/collections/urn:wmo:md:mw-met:obs:hourly', OBS],
+  ])('governed: %s', (_what, target, scope) => {
+    for (const method of ['GET', 'HEAD', 'POST', 'OPTIONS']) {
+      const d = ask(world, method, target);
+      expect(d).toMatchObject({ outcome: 'no-token', area: 'api' });
+      expect(governing(d)).toEqual([scopeKey(scope)]);
+    }
+  });
+  it.each([
+    ['a topic level extended', '/oapi/collections/origin.a.wis2.mw-met.data.core2'],
+    ['a topic prefix', '/oapi/collections/origin.a.wis2.mw-met.data'],
+    ['the topic with "/"', '/oapi/collections/origin/a/wis2/mw-met/data/core'],
+    ['a dataset extended without ":"', '/oapi/collections/urn:wmo:md:mw-met:obs2/items'],
+    ['a dataset extended with "."', '/oapi/collections/urn:wmo:md:mw-met:obs.x'],
+    ['the collection list', '/oapi/collections'],
+    ['not under collections', '/oapi/things/origin.a.wis2.mw-met.data.core'],
+    ['another API resource', '/oapi/processes/origin.a.wis2.mw-met.data.core'],
+    ['"Collections"', '/oapi/Collections/origin.a.wis2.mw-met.data.core'],
+  ])('not governed: %s', (_what, target) => {
+    expect(outcome(ask(world, 'GET', target))).toBe('open');
+  });
+  it('a topic "a.core" does not govern a collection "a.core2"', () => {
+    const index = indexOf([{ scope: topic('a.core'), token: T.core }]);
+    expect(outcome(ask(index, 'GET', '/oapi/collections/a.core'))).toBe('no-token');
+    expect(outcome(ask(index, 'GET', '/oapi/collections/a.core.x'))).toBe('no-token');
+    expect(outcome(ask(index, 'GET', '/oapi/collections/a.core2'))).toBe('open');
+  });
+  it('/oapi/collections/discovery-metadata with a safe method is always open; unsafe methods are governed', () => {
+    const index = indexOf([{ scope: topic('discovery-metadata'), token: T.core }]);
+    for (const method of ['GET', 'HEAD', 'OPTIONS']) {
+      expect(outcome(ask(index, method, '/oapi/collections/discovery-metadata/items'))).toBe('open');
+    }
+    for (const method of ['POST', 'PUT', 'DELETE']) {
+      expect(outcome(ask(index, method, '/oapi/collections/discovery-metadata/items'))).toBe('no-token');
+    }
+  });
+});
+
+describe('stations: GET/HEAD/OPTIONS open; POST/PUT/PATCH/DELETE and any other method governed by collections/stations', () => {
+  it.each(['GET', 'HEAD', 'OPTIONS'])('%s is open although collections/stations is closed', (method) => {
+    expect(outcome(ask(world, method, '/oapi/collections/stations/items'))).toBe('open');
+    expect(outcome(ask(world, method, '/oapi/collections/stations'))).toBe('open');
+  });
+  it.each(['POST', 'PUT', 'PATCH', 'DELETE', 'PROPFIND', 'TRACE', 'get', 'Post'])('%s is governed', (method) => {
+    for (const target of ['/oapi/collections/stations', '/oapi/collections/stations/items', '/oapi/collections/stations/items/0-20000-0-12345']) {
+      const d = ask(world, method, target);
+      expect(outcome(d)).toBe('no-token');
+      expect(governing(d)).toEqual([scopeKey(STATIONS)]);
+    }
+  });
+  it('the stations token grants writes, and says so', () => {
+    expect(ask(world, 'POST', '/oapi/collections/stations/items', bearer(T.stations))).toMatchObject({
+      outcome: 'granted',
+      scope: STATIONS,
+      tokenId: idOf(T.stations),
+    });
+  });
+  it.each([
+    ['stationsx', '/oapi/collections/stationsx/items'],
+    ['Stations', '/oapi/collections/Stations/items'],
+    ['in the WAF', '/data/collections/stations'],
+    ['not under the API prefix', '/collections/stations/items'],
+  ])('not governed: %s', (_what, target) => {
+    expect(outcome(ask(world, 'POST', target))).toBe('open');
+  });
+  it('writes are open while collections/stations is open', () => {
+    expect(outcome(ask(indexOf([{ scope: SVC, token: T.svc }]), 'POST', '/oapi/collections/stations/items'))).toBe('open');
+  });
+});
+
+describe('processes: processes/<p> governs ids equal to p or starting with p-; OPTIONS is open', () => {
+  it.each(['svc', 'svc-synop2bufr', 'svc-csv2bufr', 'svc-synop2bufr-v2'])('processes/svc covers %s', (id) => {
+    for (const target of [`/oapi/processes/${id}`, `/oapi/processes/${id}/execution`]) {
+      for (const method of ['POST', 'GET', 'DELETE']) {
+        const d = ask(world, method, target);
+        expect(outcome(d)).toBe('no-token');
+        expect(governing(d)).toEqual([scopeKey(SVC)]);
+      }
+    }
+  });
+  it.each(['svcx', 'svc_synop2bufr', 'xsvc-synop2bufr', 'Svc-synop2bufr', 'sv', 'svc.synop2bufr'])('processes/svc does not cover %s', (id) => {
+    expect(outcome(ask(world, 'POST', `/oapi/processes/${id}/execution`))).toBe('open');
+  });
+  it('OPTIONS (CORS preflight) is open', () => {
+    expect(outcome(ask(world, 'OPTIONS', '/oapi/processes/svc-synop2bufr/execution'))).toBe('open');
+  });
+  it('the process list and jobs are not governed', () => {
+    expect(outcome(ask(world, 'GET', '/oapi/processes'))).toBe('open');
+    expect(outcome(ask(world, 'GET', '/oapi/jobs/svc-synop2bufr'))).toBe('open');
+  });
+  it('the svc token executes', () => {
+    expect(ask(world, 'POST', '/oapi/processes/svc-synop2bufr/execution', bearer(T.svc))).toMatchObject({
+      outcome: 'granted',
+      scope: SVC,
+      tokenId: idOf(T.svc),
+      source: 'bearer',
+    });
+  });
+});
+
+describe('the most specific closed candidate governs', () => {
+  it('once processes/svc-synop2bufr has its own token, the processes/svc token no longer runs it', () => {
+    const general = tok('general');
+    const specific = tok('specific');
+    const before = indexOf([{ scope: SVC, token: general }]);
+    const after = indexOf([
+      { scope: SVC, token: general },
+      { scope: path('processes/svc-synop2bufr'), token: specific },
+    ]);
+    const run = '/oapi/processes/svc-synop2bufr/execution';
+    expect(outcome(ask(before, 'POST', run, bearer(general)))).toBe('granted');
+    expect(ask(after, 'POST', run, bearer(general))).toMatchObject({ outcome: 'insufficient-scope', tokenId: idOf(general) });
+    expect(ask(after, 'POST', run, bearer(specific))).toMatchObject({ outcome: 'granted', scope: path('processes/svc-synop2bufr') });
+    expect(governing(ask(after, 'POST', run))).toEqual(['path:processes/svc-synop2bufr']);
+    // The general token still runs the other processes.
+    expect(outcome(ask(after, 'POST', '/oapi/processes/svc-csv2bufr/execution', bearer(general)))).toBe('granted');
+    expect(outcome(ask(after, 'POST', '/oapi/processes/svc-csv2bufr/execution', bearer(specific)))).toBe('insufficient-scope');
+  });
+  it('a token of a.b grants a.b.c.d while a.b.c is open, and no longer once a.b.c is closed', () => {
+    const ab = tok('ab');
+    const abc = tok('abc');
+    const open = indexOf([{ scope: topic('a.b'), token: ab }]);
+    const closed = indexOf([
+      { scope: topic('a.b'), token: ab },
+      { scope: topic('a.b.c'), token: abc },
+    ]);
+    expect(ask(open, 'GET', '/data/a/b/c/d/f', bearer(ab))).toMatchObject({ outcome: 'granted', scope: topic('a.b') });
+    expect(ask(open, 'GET', '/oapi/collections/a.b.c.d', bearer(ab))).toMatchObject({ outcome: 'granted', scope: topic('a.b') });
+    expect(outcome(ask(closed, 'GET', '/data/a/b/c/d/f', bearer(ab)))).toBe('insufficient-scope');
+    expect(outcome(ask(closed, 'GET', '/oapi/collections/a.b.c.d', bearer(ab)))).toBe('insufficient-scope');
+    expect(outcome(ask(closed, 'GET', '/data/a/b/c/d/f', bearer(abc)))).toBe('granted');
+    // Siblings of a.b.c stay with a.b.
+    expect(outcome(ask(closed, 'GET', '/data/a/b/x/f', bearer(ab)))).toBe('granted');
+    expect(outcome(ask(closed, 'GET', '/data/a/b/x/f', bearer(abc)))).toBe('insufficient-scope');
+  });
+  it('datasets: the deepest URN governs', () => {
+    const a = tok('urn-a');
+    const ab = tok('urn-ab');
+    const index = indexOf([
+      { scope: dataset('urn:a'), token: a },
+      { scope: dataset('urn:a:b'), token: ab },
+    ]);
+    expect(outcome(ask(index, 'GET', '/data/urn:a:b:c/f', bearer(a)))).toBe('insufficient-scope');
+    expect(outcome(ask(index, 'GET', '/data/urn:a:b:c/f', bearer(ab)))).toBe('granted');
+    expect(outcome(ask(index, 'GET', '/data/urn:a:c/f', bearer(a)))).toBe('granted');
+  });
+  it('when a topic and a dataset govern at once, a token of either grants', () => {
+    const file = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/urn:wmo:md:mw-met:obs/x.bufr4';
+    const d = ask(world, 'GET', file);
+    expect(governing(d)).toEqual([scopeKey(OBS), scopeKey(CORE)].sort());
+    expect(ask(world, 'GET', file, bearer(T.core))).toMatchObject({ outcome: 'granted', scope: CORE });
+    expect(ask(world, 'GET', file, bearer(T.obs))).toMatchObject({ outcome: 'granted', scope: OBS });
+    expect(outcome(ask(world, 'GET', file, bearer(T.stations)))).toBe('insufficient-scope');
+  });
+  it('two kinds govern together even at different depths', () => {
+    const index = indexOf([
+      { scope: topic('a'), token: T.core },
+      { scope: dataset('urn:x:y:z'), token: T.obs },
+    ]);
+    const d = ask(index, 'GET', '/data/a/urn:x:y:z/f');
+    expect(governing(d)).toEqual(['dataset:urn:x:y:z', 'topic:a']);
+    expect(outcome(ask(index, 'GET', '/data/a/urn:x:y:z/f', bearer(T.core)))).toBe('granted');
+  });
+  it('equally deep topics in different places of one path govern together', () => {
+    const index = indexOf([
+      { scope: topic('a.b'), token: T.core },
+      { scope: topic('c.d'), token: T.obs },
+    ]);
+    const d = ask(index, 'GET', '/data/a/b/c/d/f');
+    expect(governing(d)).toEqual(['topic:a.b', 'topic:c.d']);
+    expect(outcome(ask(index, 'GET', '/data/a/b/c/d/f', bearer(T.obs)))).toBe('granted');
+  });
+});
+
+describe('open scopes never consult tokens', () => {
+  it('an open request is open whatever credential comes with it', () => {
+    const credentials = [undefined, bearer(T.core), bearer('x y'), 'Bearer', basicAuth('wrong'), 'garbage', bearer(`svc_${'0'.repeat(49)}`), 'Basic !!!'];
+    for (const authorization of credentials) {
+      expect(outcome(ask(world, 'GET', '/data/open/x', authorization))).toBe('open');
+      expect(outcome(ask(world, 'GET', '/data/open/x?token=%zz', authorization))).toBe('open');
+      expect(outcome(ask(world, 'GET', '/oapi/collections/stations/items?token=nonsense', authorization))).toBe('open');
+    }
+  });
+  it('the Authorization header is not even read for an open request', () => {
+    const req = {
+      method: 'GET',
+      target: '/data/open/x?token=whatever',
+      get authorization(): string {
+        throw new Error('read the Authorization header of an open request');
+      },
+    };
+    expect(decide(world, DEFAULT_CONFIG, req, NOW)).toEqual({ outcome: 'open', area: 'waf' });
+  });
+});
+
+describe('token transport', () => {
+  it('query argument token', () => {
+    expect(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`)).toMatchObject({ outcome: 'granted', source: 'query', tokenId: idOf(T.core) });
+  });
+  it('the first non-empty query token is the one used', () => {
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=&token=${T.core}&token=${T.obs}`))).toBe('granted');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.obs}&token=${T.core}`))).toBe('insufficient-scope');
+  });
+  it('Bearer, case-insensitive', () => {
+    for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
+      expect(ask(world, 'GET', CORE_FILE, `${scheme} ${T.core}`)).toMatchObject({ outcome: 'granted', source: 'bearer' });
+    }
+  });
+  it('Bearer with more than one token is an invalid token', () => {
+    expect(ask(world, 'GET', CORE_FILE, `Bearer ${T.core} ${T.core}`)).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
+  });
+  it('the Basic password', () => {
+    expect(ask(world, 'GET', CORE_FILE, basicAuth(T.core))).toMatchObject({ outcome: 'granted', source: 'basic' });
+    expect(ask(world, 'GET', CORE_FILE, basicAuth(T.core, ''))).toMatchObject({ outcome: 'granted', source: 'basic' });
+  });
+  it('the query wins over the header, in both directions', () => {
+    expect(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`, bearer(T.obs))).toMatchObject({ outcome: 'granted', source: 'query' });
+    expect(ask(world, 'GET', `${CORE_FILE}?token=${T.obs}`, bearer(T.core))).toMatchObject({ outcome: 'insufficient-scope', tokenId: idOf(T.obs) });
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.unknown}`, basicAuth(T.core)))).toBe('invalid-token');
+  });
+  it('the query parameter name is configurable, and query tokens can be disabled', () => {
+    const custom: AccessConfig = { ...DEFAULT_CONFIG, tokenParam: 'access_token' };
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?access_token=${T.core}`, undefined, custom))).toBe('granted');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`, undefined, custom))).toBe('no-token');
+    const disabled: AccessConfig = { ...DEFAULT_CONFIG, tokenParam: null };
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`, undefined, disabled))).toBe('no-token');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.obs}`, bearer(T.core), disabled))).toBe('granted');
+  });
+  it('a token in the fragment is not a token', () => {
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}#token=${T.core}`))).toBe('no-token');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}#?token=${T.core}`))).toBe('no-token');
+  });
+});
+
+describe('answers', () => {
+  it('open', () => {
+    expect(ask(world, 'GET', '/data/open')).toEqual({ outcome: 'open', area: 'waf' });
+  });
+  it('governed, valid unexpired token of the governing scope: granted with scope and token id', () => {
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.obs))).toEqual({
+      outcome: 'granted',
+      area: 'waf',
+      governing: [OBS],
+      scope: OBS,
+      tokenId: idOf(T.obs),
+      source: 'bearer',
+    });
+  });
+  it('governed, no token', () => {
+    expect(ask(world, 'GET', OBS_FILE)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS] });
+    expect(ask(world, 'GET', `${OBS_FILE}?token=`)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS] });
+    expect(ask(world, 'GET', OBS_FILE, 'Negotiate abc')).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS] });
+  });
+  it('governed, unknown token', () => {
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.unknown))).toEqual({ outcome: 'invalid-token', area: 'waf', governing: [OBS], why: 'unknown' });
+    expect(ask(world, 'GET', OBS_FILE, bearer('a-plain-unknown-token'))).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
+  });
+  it('governed, expired token', () => {
+    const t = tok('expired');
+    const index = indexOf([
+      { scope: OBS, token: t, expiresAt: PAST },
+      { scope: OBS, token: T.obs },
+    ]);
+    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toEqual({ outcome: 'invalid-token', area: 'waf', governing: [OBS], why: 'expired', tokenId: idOf(t) });
+    expect(outcome(ask(index, 'GET', OBS_FILE, bearer(T.obs)))).toBe('granted');
+  });
+  it('a token with an expiry still ahead grants', () => {
+    const t = tok('not-yet-expired');
+    const index = indexOf([{ scope: OBS, token: t, expiresAt: FUTURE }]);
+    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toMatchObject({ outcome: 'granted', scope: OBS, tokenId: idOf(t) });
+  });
+  it('a token expires at its expiry instant', () => {
+    const t = tok('edge');
+    const index = indexOf([{ scope: OBS, token: t, expiresAt: '2026-11-21T12:00:00Z' }]);
+    expect(outcome(decide(index, DEFAULT_CONFIG, { method: 'GET', target: OBS_FILE, authorization: bearer(t) }, NOW - 1))).toBe('granted');
+    expect(outcome(decide(index, DEFAULT_CONFIG, { method: 'GET', target: OBS_FILE, authorization: bearer(t) }, NOW))).toBe('invalid-token');
+  });
+  it('governed, badly-checksummed token (one character changed)', () => {
+    const typo = T.obs.slice(0, 10) + (T.obs[10] === 'A' ? 'B' : 'A') + T.obs.slice(11);
+    expect(ask(world, 'GET', OBS_FILE, bearer(typo))).toEqual({ outcome: 'invalid-token', area: 'waf', governing: [OBS], why: 'malformed' });
+  });
+  it.each([
+    ['non-ASCII', 'Bearer tökenvalue'],
+    ['two tokens', 'Bearer abc def'],
+    ['Basic without a colon', `Basic ${Buffer.from('nocolon').toString('base64')}`],
+  ])('governed, malformed credential (%s)', (_what, authorization) => {
+    expect(ask(world, 'GET', OBS_FILE, authorization)).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
+  });
+  it('governed, malformed query token', () => {
+    expect(ask(world, 'GET', `${OBS_FILE}?token=%zz`, bearer(T.obs))).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
+  });
+  it('governed, valid token of another scope', () => {
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.other))).toEqual({ outcome: 'insufficient-scope', area: 'waf', governing: [OBS], tokenId: idOf(T.other) });
+  });
+  it('a token valid elsewhere only while unexpired: expired elsewhere is unknown here', () => {
+    const t = tok('expired-elsewhere');
+    const index = indexOf([
+      { scope: OBS, token: T.obs },
+      { scope: OTHER, token: t, expiresAt: PAST },
+    ]);
+    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
+  });
+  it('path not normalizable: malformed, whatever the scope (even with nothing closed)', () => {
+    for (const index of [world, EMPTY_INDEX]) {
+      for (const target of ['/data/%2e%2e%2f', '/oapi/collections/stations;x', '/data/a%00', 'relative/path', '/x/%zz']) {
+        const d = ask(index, 'GET', target, bearer(T.core));
+        expect(d.outcome).toBe('malformed');
+        if (d.outcome === 'malformed') expect(d.reason.length).toBeGreaterThan(0);
+      }
+    }
+  });
+});
+
+describe('expired tokens keep a scope closed', () => {
+  const t = tok('only-expired');
+  const index = indexOf([
+    { scope: topic('a.b'), token: T.core },
+    { scope: topic('a.b.c'), token: t, expiresAt: PAST },
+  ]);
+  it('no token: still governed', () => {
+    expect(ask(index, 'GET', '/data/a/b/c/f')).toMatchObject({ outcome: 'no-token', governing: [topic('a.b.c')] });
+  });
+  it('the parent scope’s token does not grant it', () => {
+    expect(outcome(ask(index, 'GET', '/data/a/b/c/f', bearer(T.core)))).toBe('insufficient-scope');
+  });
+  it('the expired token is refused as expired', () => {
+    expect(ask(index, 'GET', '/data/a/b/c/f', bearer(t))).toMatchObject({ outcome: 'invalid-token', why: 'expired' });
+  });
+});
+
+describe('configurable prefixes', () => {
+  it('parsePrefix turns a path into segments', () => {
+    expect(parsePrefix('/data')).toEqual(['data']);
+    expect(parsePrefix('/data/')).toEqual(['data']);
+    expect(parsePrefix('/files//waf')).toEqual(['files', 'waf']);
+  });
+  it.each(['/', '', '//', '/a/../b', '/./a', '/a%2Fb', '/a;b', '/a b', '/a?b', '/a#b', '/a\\b'])('parsePrefix refuses %j', (p) => {
+    expect(() => parsePrefix(p)).toThrow(RangeError);
+  });
+  it('/data does not match /database or /datax', () => {
+    const index = indexOf([{ scope: topic('secret'), token: T.core }]);
+    expect(outcome(ask(index, 'GET', '/data/secret'))).toBe('no-token');
+    expect(ask(index, 'GET', '/database/secret')).toEqual({ outcome: 'open', area: 'other' });
+    expect(ask(index, 'GET', '/datax/secret')).toEqual({ outcome: 'open', area: 'other' });
+    expect(ask(index, 'GET', '/dat/secret')).toEqual({ outcome: 'open', area: 'other' });
+  });
+  it('/oapi does not match /oapix', () => {
+    expect(outcome(ask(world, 'POST', '/oapix/collections/stations'))).toBe('open');
+  });
+  it('/DATA is not /data (case-sensitive)', () => {
+    expect(ask(world, 'GET', CORE_FILE.replace('/data', '/DATA'))).toEqual({ outcome: 'open', area: 'other' });
+  });
+  it('custom prefixes move the WAF and the API', () => {
+    const config: AccessConfig = { wafPrefix: parsePrefix('/files/waf'), apiPrefix: parsePrefix('/api/v1'), tokenParam: 'token' };
+    expect(outcome(ask(world, 'GET', '/files/waf/origin/a/wis2/mw-met/data/core/x', undefined, config))).toBe('no-token');
+    expect(outcome(ask(world, 'POST', '/api/v1/collections/stations', undefined, config))).toBe('no-token');
+    expect(outcome(ask(world, 'GET', CORE_FILE, undefined, config))).toBe('open');
+    expect(outcome(ask(world, 'POST', '/oapi/collections/stations', undefined, config))).toBe('open');
+    expect(outcome(ask(world, 'GET', '/files/origin/a/wis2/mw-met/data/core/x', undefined, config))).toBe('open');
+    expect(outcome(ask(world, 'GET', '/files/waf/metadata/origin/a/wis2/mw-met/data/core/x', undefined, config))).toBe('open');
+  });
+});
+
+describe('normalization attacks through the decision engine (closed scopes, no token)', () => {
+  // Each must normalize into the closed scope (governed: no-token) or be refused (malformed); never open.
+  it.each([
+    ['GET', '/data/x/../origin/a/wis2/mw-met/data/core/f', 'no-token'],
+    ['GET', '/data/%2e%2e/data/origin/a/wis2/mw-met/data/core/f', 'no-token'],
+    ['GET', '/data/x/.%2e/origin/a/wis2/mw-met/data/core/f', 'no-token'],
+    ['GET', '/data/x/%2e./origin/a/wis2/mw-met/data/core/f', 'no-token'],
+    ['GET', '/data/x/%2E%2E/origin/a/wis2/mw-met/data/core/f', 'no-token'],
+    ['GET', '/../../data/origin/a/wis2/mw-met/data/core/f', 'no-token'],
+    ['GET', '//data//origin//a/wis2/mw-met/data/core//f', 'no-token'],
+    ['GET', '/data/./origin/./a/wis2/mw-met/data/core/./f', 'no-token'],
+    ['GET', '/data/%6frigin/a/wis2/mw-met/data/core/f', 'no-token'],
+    ['GET', '/data/wis/urn%3Awmo%3Amd%3Amw-met%3Aobs/f', 'no-token'],
+    ['POST', '/oapi/collections/x/../stations/items', 'no-token'],
+    ['POST', '/oapi/collections/%73tations/items', 'no-token'],
+    ['POST', '/oapi/collections/%73%74%61%74%69%6f%6e%73', 'no-token'],
+    ['POST', '/oapi//collections//stations', 'no-token'],
+    ['POST', '/oapi/./collections/./stations', 'no-token'],
+    ['POST', '/oapi/processes/%73vc-synop2bufr/execution', 'no-token'],
+    ['POST', '/oapi/processes/svc%2Dsynop2bufr/execution', 'no-token'],
+    ['POST', '/oapi/processes/x/%2e%2e/svc-synop2bufr/execution', 'no-token'],
+    ['GET', '/oapi/collections/origin%2ea%2ewis2%2emw-met%2edata%2ecore/items', 'no-token'],
+    ['POST', '/oapi/collections%2Fstations', 'malformed'],
+    ['POST', '/oapi/collections%2fstations', 'malformed'],
+    ['GET', '/data/origin%2Fa%2Fwis2%2Fmw-met%2Fdata%2Fcore/f', 'malformed'],
+    ['GET', '/data/x/..%2F..%2Forigin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data\\origin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data/x\\..\\origin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data/x%5C..%5Corigin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data/x%5c..%5corigin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data/metadata/%252e%252e/origin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['POST', '/oapi/collections/%2573tations', 'malformed'],
+    ['POST', '/oapi/collections/stations;jsessionid=x', 'malformed'],
+    ['GET', '/data/metadata/..;/origin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['POST', '/oapi/collections/stations%00', 'malformed'],
+    ['POST', '/oapi/collections/stations%0a', 'malformed'],
+    ['POST', '/oapi/collections/stations\n', 'malformed'],
+    ['POST', '/oapi/collections/stations\r', 'malformed'],
+    ['GET', '/data/metadata/%zz/../origin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data/metadata/%4/../origin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data/metadata/%c3%28/../origin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data/metadata/%c0%af../origin/a/wis2/mw-met/data/core/f', 'malformed'],
+    ['GET', '/data/metadata/%c0%ae%c0%ae/origin/a/wis2/mw-met/data/core/f', 'malformed'],
+  ])('%s %j → %s', (method, target, expected) => {
+    expect(outcome(ask(world, method, target))).toBe(expected);
+    // …and with a token of another scope it is never granted either.
+    expect(allowed(ask(world, method, target, bearer(T.other)))).toBe(false);
+  });
+  it('a protected id smuggled into the query string does not change the decision (?q=stations)', () => {
+    expect(outcome(ask(world, 'POST', '/oapi/collections/stations/items?q=other'))).toBe('no-token');
+    expect(outcome(ask(world, 'POST', '/oapi/collections/other/items?q=stations'))).toBe('open');
+    expect(outcome(ask(world, 'POST', '/oapi/collections/stations?next=/oapi/collections/x'))).toBe('no-token');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?redirect=/data/metadata/&x=../..`))).toBe('no-token');
+    expect(outcome(ask(world, 'GET', '/data/metadata/x?p=/origin/a/wis2/mw-met/data/core'))).toBe('open');
+  });
+  it('an id in a fragment changes nothing: the path before "#" decides', () => {
+    expect(outcome(ask(world, 'POST', '/oapi/collections/stations#/../../other'))).toBe('no-token');
+    expect(outcome(ask(world, 'POST', '/oapi/collections/other#stations'))).toBe('open');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}#/../../../metadata`))).toBe('no-token');
+  });
+  it('".." never climbs above the root into another area', () => {
+    expect(outcome(ask(world, 'GET', '/data/../../../data/origin/a/wis2/mw-met/data/core/f'))).toBe('no-token');
+    expect(outcome(ask(world, 'POST', '/data/../oapi/collections/stations'))).toBe('no-token');
+  });
+  it('case is significant: other-case paths are other resources', () => {
+    // The WAF object store and the API are case-sensitive, so these name resources other than the closed ones.
+    expect(ask(world, 'GET', '/DATA/origin/a/wis2/mw-met/data/core/f')).toEqual({ outcome: 'open', area: 'other' });
+    expect(ask(world, 'POST', '/oapi/Collections/stations')).toEqual({ outcome: 'open', area: 'api' });
+    expect(ask(world, 'POST', '/oapi/collections/STATIONS')).toEqual({ outcome: 'open', area: 'api' });
+    expect(outcome(ask(world, 'GET', '/data/ORIGIN/A/WIS2/MW-MET/DATA/CORE/f'))).toBe('open');
+  });
+  it('absolute URLs (X-Original-URL) decide like their path', () => {
+    expect(outcome(ask(world, 'GET', stripOrigin(`https://example.org${CORE_FILE}`)))).toBe('no-token');
+    expect(outcome(ask(world, 'GET', stripOrigin(`https://example.org:8443${CORE_FILE}?token=${T.core}`)))).toBe('granted');
+    expect(outcome(ask(world, 'POST', stripOrigin('http://h/oapi/collections/stations')))).toBe('no-token');
+    expect(outcome(ask(world, 'GET', stripOrigin(`http://h?x=${CORE_FILE}`)))).toBe('open');
+    // An absolute URL passed without stripping is not a path: refused, never open.
+    expect(outcome(ask(world, 'GET', `https://example.org${CORE_FILE}`))).toBe('malformed');
+  });
+});
+
+describe('decideForScope (the CLI’s has-access-topic)', () => {
+  it('grants a token of the scope or of a less specific governing scope', () => {
+    expect(decideForScope(world, CORE, T.core, NOW)).toMatchObject({ outcome: 'granted', scope: CORE, tokenId: idOf(T.core) });
+    expect(decideForScope(world, topic('origin.a.wis2.mw-met.data.core.weather'), T.core, NOW)).toMatchObject({ outcome: 'granted' });
+    expect(decideForScope(world, dataset('urn:wmo:md:mw-met:obs:x'), T.obs, NOW)).toMatchObject({ outcome: 'granted', scope: OBS });
+    expect(decideForScope(world, path('processes/svc-synop2bufr'), T.svc, NOW)).toMatchObject({ outcome: 'granted', scope: SVC });
+    expect(decideForScope(world, STATIONS, T.stations, NOW)).toMatchObject({ outcome: 'granted', scope: STATIONS });
+  });
+  it('refuses other tokens, and answers open for open scopes', () => {
+    expect(outcome(decideForScope(world, CORE, T.obs, NOW))).toBe('insufficient-scope');
+    expect(outcome(decideForScope(world, CORE, T.unknown, NOW))).toBe('invalid-token');
+    expect(outcome(decideForScope(world, CORE, '', NOW))).toBe('invalid-token');
+    expect(outcome(decideForScope(world, topic('origin.a'), T.obs, NOW))).toBe('open');
+    expect(outcome(decideForScope(world, path('processes/svcx'), T.obs, NOW))).toBe('open');
+    expect(outcome(decideForScope(world, dataset('urn:wmo:md:mw-met:obs2'), T.obs, NOW))).toBe('open');
+  });
+  it('agrees with decide on the scope’s own data', () => {
+    for (const t of Object.values(T)) {
+      expect(outcome(decideForScope(world, CORE, t, NOW))).toBe(outcome(ask(world, 'GET', CORE_FILE, bearer(t))));
+      expect(outcome(decideForScope(world, OBS, t, NOW))).toBe(outcome(ask(world, 'GET', '/oapi/collections/urn:wmo:md:mw-met:obs', bearer(t))));
+      expect(outcome(decideForScope(world, SVC, t, NOW))).toBe(outcome(ask(world, 'POST', '/oapi/processes/svc/execution', bearer(t))));
+    }
+  });
+});
