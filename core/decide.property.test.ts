@@ -141,23 +141,49 @@ const pathArb = fc.oneof(
   fc.constantFrom('/', '/oapi/collections', '/oapi/processes', '/other/a/b', '/database/a', '/oapi/jobs/svc'),
 );
 type Cred = { readonly query: string; readonly authorization: string | undefined };
-const poolIdx = fc.nat({ max: POOL.length - 1 });
-const credArb: fc.Arbitrary<Cred> = fc.oneof(
-  fc.constant<Cred>({ query: '', authorization: undefined }),
-  poolIdx.map((i): Cred => ({ query: '', authorization: `Bearer ${POOL[i]}` })),
-  poolIdx.map((i): Cred => ({ query: `?token=${POOL[i]}`, authorization: undefined })),
-  poolIdx.map((i): Cred => ({ query: '', authorization: `Basic ${Buffer.from(`u:${POOL[i]}`).toString('base64')}` })),
-  fc.tuple(poolIdx, poolIdx).map(([i, j]): Cred => ({ query: `?x=1&token=${POOL[i]}`, authorization: `Bearer ${POOL[j]}` })),
-  fc.constant<Cred>({ query: '', authorization: 'Bearer not-a-known-token' }),
-  poolIdx.map((i): Cred => ({ query: '', authorization: `Bearer ${POOL[i]!.slice(0, -1)}0` })), // bad checksum (or a coincidence, judged by the model)
-  fc.constant<Cred>({ query: '?token=%zz', authorization: undefined }),
-);
+/** Credentials are drawn as descriptors and only turned into tokens inside a property, so counterexamples never show one. */
+type CredDesc = { readonly how: 'none' | 'bearer' | 'query' | 'basic' | 'both' | 'junk' | 'typo' | 'bad-query'; readonly i: number; readonly j: number };
+const credOf = ({ how, i, j }: CredDesc): Cred => {
+  const t = POOL[i]!;
+  switch (how) {
+    case 'none':
+      return { query: '', authorization: undefined };
+    case 'bearer':
+      return { query: '', authorization: `Bearer ${t}` };
+    case 'query':
+      return { query: `?token=${t}`, authorization: undefined };
+    case 'basic':
+      return { query: '', authorization: `Basic ${Buffer.from(`u:${t}`).toString('base64')}` };
+    case 'both':
+      return { query: `?x=1&token=${t}`, authorization: `Bearer ${POOL[j]}` };
+    case 'junk':
+      return { query: '', authorization: 'Bearer not-a-known-token' };
+    case 'typo': // a bad checksum (or, rarely, a coincidence: the model judges either way)
+      return { query: '', authorization: `Bearer ${t.slice(0, -1)}0` };
+    case 'bad-query':
+      return { query: '?token=%zz', authorization: undefined };
+  }
+};
+const credArb: fc.Arbitrary<CredDesc> = fc.record({
+  how: fc.constantFrom('none', 'bearer', 'query', 'basic', 'both', 'junk', 'typo', 'bad-query'),
+  i: fc.nat({ max: POOL.length - 1 }),
+  j: fc.nat({ max: POOL.length - 1 }),
+});
 interface Req {
   readonly method: string;
   readonly target: string;
   readonly authorization: string | undefined;
 }
-const requestArb: fc.Arbitrary<Req> = fc.tuple(methodArb, pathArb, credArb).map(([method, p, c]) => ({ method, target: p + c.query, authorization: c.authorization }));
+interface ReqDesc {
+  readonly method: string;
+  readonly path: string;
+  readonly cred: CredDesc;
+}
+const toReq = ({ method, path, cred }: ReqDesc): Req => {
+  const c = credOf(cred);
+  return { method, target: path + c.query, authorization: c.authorization };
+};
+const requestArb: fc.Arbitrary<ReqDesc> = fc.record({ method: methodArb, path: pathArb, cred: credArb });
 const requestsArb = fc.array(requestArb, { minLength: 1, maxLength: 12 });
 
 const run = (index: AccessIndex, r: Req) => decide(index, DEFAULT_CONFIG, r, NOW);
@@ -169,7 +195,7 @@ describe('decide agrees with a reference model of ACCESS-RULES.md', () => {
     fc.assert(
       fc.property(worldArb, requestsArb, (grants, requests) => {
         const index = indexOf(grants);
-        for (const r of requests) {
+        for (const r of requests.map(toReq)) {
           const want = refDecide(grants, r.method, r.target, r.authorization);
           const got = run(index, r);
           expect({ outcome: got.outcome, governing: 'governing' in got ? got.governing.map(scopeKey).sort() : [] }).toEqual({
@@ -191,7 +217,7 @@ describe('(a) adding a token to one scope never changes the answer outside that 
         const before = indexOf(grants);
         const afterGrants = [...grants, { scope, token: -1, expiresAt }];
         const after = indexOf(afterGrants);
-        for (const r of requests) {
+        for (const r of requests.map(toReq)) {
           const t = normalizeTarget(r.target);
           const under = t.ok && refCandidates(closedScopes(afterGrants), r.method, t.segments).some((c) => scopeKey(c) === scopeKey(scope));
           if (!under) expect(run(after, r)).toEqual(run(before, r));
@@ -205,7 +231,7 @@ describe('(a) adding a token to one scope never changes the answer outside that 
       fc.property(worldArb, scopeArb, requestsArb, (grants, scope, requests) => {
         const before = indexOf(grants);
         const after = indexOf([...grants, { scope, token: -1, expiresAt: undefined }]);
-        for (const r of requests) {
+        for (const r of requests.map(toReq)) {
           if (allowed(run(after, r))) expect(allowed(run(before, r))).toBe(true);
         }
       }),
@@ -291,12 +317,21 @@ const disguisedArb = protectedRequestArb.chain((req) =>
     })),
 );
 // Credentials that are not a valid token of any scope.
-const badCredArb = fc.constantFrom<string | undefined>(undefined, 'Bearer not-a-token-at-all', `Bearer svc_${'0'.repeat(49)}`, 'Basic Og==', `Bearer ${FRESH}`, 'Bearer a b');
+const BAD_CREDS: Record<string, () => string | undefined> = {
+  none: () => undefined,
+  junk: () => 'Bearer not-a-token-at-all',
+  'bad-checksum': () => `Bearer svc_${'0'.repeat(49)}`,
+  'empty-basic': () => 'Basic Og==',
+  'token-of-no-scope': () => `Bearer ${FRESH}`,
+  'two-tokens': () => 'Bearer a b',
+};
+const badCredArb = fc.constantFrom(...Object.keys(BAD_CREDS));
 
 describe('(b) no path that normalizes into a closed scope is open or granted without a valid token', () => {
   it('encodings, dot segments, doubled slashes, root climbing, query and fragment noise: same path, still closed', () => {
     fc.assert(
-      fc.property(disguisedArb, worldArb, badCredArb, (req, others, authorization) => {
+      fc.property(disguisedArb, worldArb, badCredArb, (req, others, cred) => {
+        const authorization = BAD_CREDS[cred]!();
         const index = indexOf([...others, { scope: req.scope, token: 0, expiresAt: FUTURE }]);
         const t = normalizeTarget(req.raw);
         expect(t.ok && t.segments).toEqual(req.segments);
@@ -319,7 +354,8 @@ describe('(b) no path that normalizes into a closed scope is open or granted wit
   const FORBIDDEN = ['%2F', '%2f', '%5C', '%5c', '\\', ';', '%3B', '%00', '%0a', '%0D', '\t', '\x7f', '%7F', '%252e', '%25', '%zz', '%4', '%', '%c0%af', '%c3%28', '%ed%a0%80', '%C2%85'];
   it('an encoded slash or backslash, a ";", a control, double or invalid encoding anywhere in the path: refused', () => {
     fc.assert(
-      fc.property(disguisedArb, fc.constantFrom(...FORBIDDEN), fc.nat(), fc.nat(), badCredArb, (req, bad, seg, at, authorization) => {
+      fc.property(disguisedArb, fc.constantFrom(...FORBIDDEN), fc.nat(), fc.nat(), badCredArb, (req, bad, seg, at, cred) => {
+        const authorization = BAD_CREDS[cred]!();
         // Insert the forbidden sequence inside one of the segments of the plain path.
         const segments = [...req.segments];
         const i = seg % segments.length;

@@ -162,15 +162,15 @@ describe('supplied tokens (operator-chosen): printable ASCII, no whitespace, ≥
 
 describe('plausible request credentials (refused before hashing)', () => {
   it.each([
-    ['empty', '', false],
-    ['short plain', 'abc', true],
-    ['whitespace', 'abc def', false],
-    ['control', 'abc\x01', false],
-    ['non-ASCII', 'abcé', false],
-    ['too long', 'a'.repeat(MAX_TOKEN_LENGTH + 1), false],
-    ['longest allowed', 'a'.repeat(MAX_TOKEN_LENGTH), true],
-    ['svc_ with a bad checksum', `svc_${'0'.repeat(49)}`, false],
-  ])('%s → %s', (_what, token, expected) => {
+    ['empty', false, ''],
+    ['short plain', true, 'abc'],
+    ['whitespace', false, 'abc def'],
+    ['control', false, 'abc\x01'],
+    ['non-ASCII', false, 'abcé'],
+    ['too long', false, 'a'.repeat(MAX_TOKEN_LENGTH + 1)],
+    ['longest allowed', true, 'a'.repeat(MAX_TOKEN_LENGTH)],
+    ['svc_ with a bad checksum', false, `svc_${'0'.repeat(49)}`],
+  ])('%s → %s', (_what, expected, token) => {
     expect(isPlausibleToken(token)).toBe(expected);
   });
 });
