@@ -1,0 +1,181 @@
+#!/usr/bin/env node
+import { realpathSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { pino } from 'pino';
+import { configMapListWatch, kubeConfigMapClient } from '../k8s/configmaps.js';
+import { kubeEventSink } from '../k8s/events.js';
+import { connect } from '../k8s/kube.js';
+import { kubeLeaseClient } from '../k8s/lease.js';
+import { protectedScopeListWatch, kubeScopeStatusClient } from '../k8s/scopes.js';
+import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, FIELD_MANAGER, snapshotSelector } from '../k8s/snapshot-objects.js';
+import { startHealthServer } from './health.js';
+import { Operator, type OperatorConfig } from './operator.js';
+
+/** `15s`, `2m`, `500ms`, `1h`, or a bare number of seconds. */
+export function parseDuration(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
+  if (!m) throw new InvalidArgumentError(`not a duration: ${value} (use e.g. 500ms, 15s, 2m)`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? 's';
+  return Math.round(n * (unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : 3_600_000));
+}
+
+function parsePositiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`not a positive integer: ${value}`);
+  return n;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+function parseName(value: string): string {
+  // The snapshot name prefixes shard names (`<name>-<16 hex>`), which must stay a valid ConfigMap name.
+  if (!DNS_LABEL.test(value) || value.length > 200) throw new InvalidArgumentError(`not a valid name: ${value} (lowercase letters, digits and "-", at most 200)`);
+  return value;
+}
+
+export function program(): Command {
+  return new Command('svc-operator')
+    .description('Compiles the ProtectedScopes of a namespace into the snapshot ConfigMaps svc-auth serves from, and reports status on each ProtectedScope.')
+    .option('-n, --namespace <ns>', "namespace to watch and write in (default: the pod's, else the kube context's)")
+    .addOption(new Option('--snapshot-name <name>', 'name of the index ConfigMap; shards are <name>-<digest>').default(DEFAULT_SNAPSHOT_NAME).argParser(parseName))
+    .option('--leader-elect', 'elect a leader through a Lease so only one replica writes', false)
+    .option('--lease-name <name>', 'Lease name (default: <snapshot-name>-operator)')
+    .addOption(new Option('--lease-duration <d>', 'how long a lease holds without renewal').default(15_000, '15s').argParser(parseDuration))
+    .addOption(new Option('--renew-deadline <d>', 'a leader that cannot renew for this long stops writing').default(10_000, '10s').argParser(parseDuration))
+    .addOption(new Option('--retry-period <d>', 'between lease renewals / acquisition attempts').default(2_000, '2s').argParser(parseDuration))
+    .option('--metrics-listen <addr>', 'address for /healthz, /readyz and /metrics', ':8080')
+    .option('--kubeconfig <file>', 'kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'kubeconfig context')
+    .addOption(new Option('--shard-max-bytes <n>', 'largest shard ConfigMap payload').default(DEFAULT_SHARD_MAX_BYTES).argParser(parsePositiveInt))
+    .addOption(new Option('--stale-shard-grace <d>', 'keep unreferenced shards this long for readers still loading them').default(120_000, '2m').argParser(parseDuration))
+    .addOption(new Option('--debounce <d>', 'gather changes this long before a reconcile').default(75, '75ms').argParser(parseDuration))
+    .addOption(new Option('--status-concurrency <n>', 'status patches in flight at once').default(16).argParser(parsePositiveInt))
+    .addOption(new Option('--relist-interval <d>', 'relist the watched objects this often').default(300_000, '5m').argParser(parseDuration))
+    .addOption(new Option('--resync <d>', 'reconcile at least this often').default(600_000, '10m').argParser(parseDuration))
+    .addOption(new Option('--request-timeout <d>', 'timeout of one API request').default(30_000, '30s').argParser(parseDuration))
+    .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error']).default('info'));
+}
+
+interface Flags {
+  namespace?: string;
+  snapshotName: string;
+  leaderElect: boolean;
+  leaseName?: string;
+  leaseDuration: number;
+  renewDeadline: number;
+  retryPeriod: number;
+  metricsListen: string;
+  kubeconfig?: string;
+  context?: string;
+  shardMaxBytes: number;
+  staleShardGrace: number;
+  debounce: number;
+  statusConcurrency: number;
+  relistInterval: number;
+  resync: number;
+  requestTimeout: number;
+  logLevel: string;
+}
+
+export async function main(argv: string[] = process.argv): Promise<void> {
+  const cmd = program();
+  cmd.parse(argv);
+  const flags = cmd.opts<Flags>();
+  const log = pino({ name: 'svc-operator', level: flags.logLevel, base: { pid: process.pid } });
+  if (!(flags.renewDeadline < flags.leaseDuration && flags.retryPeriod < flags.renewDeadline)) {
+    cmd.error('error: need --retry-period < --renew-deadline < --lease-duration', { exitCode: 2 });
+  }
+
+  const kube = await connect({ ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}), requestTimeoutMs: flags.requestTimeout });
+  const namespace = flags.namespace ?? kube.contextNamespace ?? 'default';
+  const identity = `${hostname()}_${randomBytes(4).toString('hex')}`;
+  const config: OperatorConfig = {
+    namespace,
+    snapshotName: flags.snapshotName,
+    identity,
+    leaseDurationMs: flags.leaseDuration,
+    renewDeadlineMs: flags.renewDeadline,
+    retryPeriodMs: flags.retryPeriod,
+    shardMaxBytes: flags.shardMaxBytes,
+    staleGraceMs: flags.staleShardGrace,
+    debounceMs: flags.debounce,
+    statusConcurrency: flags.statusConcurrency,
+    relistIntervalMs: flags.relistInterval,
+    resyncMs: flags.resync,
+  };
+  const operator = new Operator(
+    {
+      scopes: protectedScopeListWatch(kube, namespace),
+      configMapsWatch: configMapListWatch(kube, namespace, snapshotSelector(flags.snapshotName)),
+      configMaps: kubeConfigMapClient(kube, namespace, FIELD_MANAGER),
+      status: kubeScopeStatusClient(kube, namespace, FIELD_MANAGER),
+      events: kubeEventSink(kube),
+      ...(flags.leaderElect ? { lease: kubeLeaseClient(kube, namespace, flags.leaseName ?? `${flags.snapshotName}-operator`) } : {}),
+    },
+    config,
+    log,
+  );
+
+  let server: Server | undefined;
+  try {
+    server = await startHealthServer(
+      flags.metricsListen,
+      {
+        live: () => ({ ok: true, detail: { leader: operator.isLeader } }),
+        ready: () => ({
+          ok: operator.ready,
+          detail: {
+            leader: operator.isLeader,
+            protectedScopes: operator.scopeInformer.size,
+            lastReconcile: operator.reconciler.lastSuccessAt ? new Date(operator.reconciler.lastSuccessAt).toISOString() : null,
+          },
+        }),
+      },
+      operator.metrics.registry,
+    );
+  } catch (e) {
+    log.error({ err: (e as Error).message, listen: flags.metricsListen }, 'cannot listen');
+    process.exit(1);
+  }
+  const address = server.address();
+  log.info(
+    { namespace, snapshotName: flags.snapshotName, leaderElect: flags.leaderElect, identity, listen: typeof address === 'object' && address ? `${address.address}:${address.port}` : flags.metricsListen },
+    'svc-operator starting',
+  );
+  operator.start();
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    await operator.stop();
+    server?.close();
+    kube.close();
+    log.info({}, 'stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+function invokedDirectly(): boolean {
+  try {
+    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) {
+  main().catch((e: unknown) => {
+    console.error(`svc-operator: ${(e as Error).message ?? e}`);
+    process.exit(1);
+  });
+}

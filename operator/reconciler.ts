@@ -1,0 +1,226 @@
+import { API_GROUP_VERSION, KIND, compileSnapshot, shardSnapshot, type ProtectedScope } from '../core/index.js';
+import type { ObjectReference, EventType } from '../k8s/events.js';
+import type { ScopeStatusClient } from '../k8s/scopes.js';
+import type { ProcessResult } from './queue.js';
+import { NotLeaderError, pool, type SnapshotWriter } from './snapshot-writer.js';
+import { computeDesired, statusEquals, statusPatch, type ScopeStatus } from './status.js';
+import type { OperatorMetrics } from './metrics.js';
+
+/**
+ * The namespace reconcile, level-triggered: whatever changed, read every ProtectedScope from the informer
+ * cache, compile the snapshot, write what differs, then patch each object's status where it differs
+ * (lastTransitionTime aside), emit Events for transitions, and ask to run again at the next token expiry
+ * or stale-shard deadline. Only the leader writes; it checks before every single write, so a lost lease
+ * stops writing at once.
+ */
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+export interface EventEmitter {
+  emit(regarding: ObjectReference, type: EventType, reason: string, note: string): void;
+}
+
+export interface ReconcilerOptions {
+  readonly namespace: string;
+  readonly scopes: () => readonly ProtectedScope[];
+  readonly writer: SnapshotWriter;
+  readonly status: ScopeStatusClient;
+  readonly events: EventEmitter;
+  readonly isLeader: () => boolean;
+  readonly shardMaxBytes: number;
+  readonly statusConcurrency?: number;
+  /** A safety net: reconcile at least this often even if nothing is heard. */
+  readonly resyncMs?: number;
+  readonly now?: () => number;
+  readonly metrics?: OperatorMetrics;
+  readonly log?: Logger;
+}
+
+export interface ReconcileReport {
+  readonly generation: string;
+  readonly scopes: number;
+  readonly tokens: number;
+  readonly shards: number;
+  readonly shardsWritten: number;
+  readonly indexWritten: boolean;
+  readonly deleted: number;
+  readonly statusPatched: number;
+  readonly events: number;
+}
+
+/** Slack after an expiry instant before reconciling, so the token is past it by then. */
+const EXPIRY_SLACK_MS = 5;
+
+export class Reconciler {
+  /** The last desired status of each object, for the informer predicate. */
+  private readonly lastDesired = new Map<string, ScopeStatus>();
+  /** Scope states as last published, with an object to attach an Event to. */
+  private scopeStates = new Map<string, { state: 'Open' | 'Closed'; ref: ObjectReference }>();
+  private readonly now: () => number;
+  private _lastReport: ReconcileReport | undefined;
+  private _lastSuccessAt = 0;
+
+  constructor(private readonly opts: ReconcilerOptions) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  get lastReport(): ReconcileReport | undefined {
+    return this._lastReport;
+  }
+
+  get lastSuccessAt(): number {
+    return this._lastSuccessAt;
+  }
+
+  /**
+   * The predicate for ProtectedScope updates: a spec change (new generation), or a status that is not the one
+   * we last computed (someone else wrote it, or our patch is missing). Our own status echoes do not trigger.
+   */
+  needsReconcile(oldObj: ProtectedScope | undefined, obj: ProtectedScope): boolean {
+    if (!oldObj || oldObj.metadata?.generation !== obj.metadata?.generation) return true;
+    const desired = this.lastDesired.get(obj.metadata?.name ?? '');
+    return desired === undefined || !statusEquals(obj.status as ScopeStatus | undefined, desired);
+  }
+
+  async reconcile(): Promise<ProcessResult> {
+    const { opts } = this;
+    if (!opts.isLeader()) return {};
+    const started = this.now();
+    try {
+      const result = await this.reconcileOnce(started);
+      opts.metrics?.reconciles.inc({ result: 'success' });
+      return result;
+    } catch (e) {
+      if (e instanceof NotLeaderError) {
+        opts.log?.info({ namespace: opts.namespace }, 'lost the lease during a reconcile; stopped writing');
+        return {};
+      }
+      opts.metrics?.reconciles.inc({ result: 'error' });
+      opts.metrics?.errors.inc({ source: 'reconcile' });
+      throw e;
+    } finally {
+      opts.metrics?.duration.observe((this.now() - started) / 1000);
+    }
+  }
+
+  private async reconcileOnce(nowMs: number): Promise<ProcessResult> {
+    const { opts } = this;
+    const objects = opts.scopes();
+    const compiled = computeDesired(objects, nowMs);
+    const snapshot = compileSnapshot(compiled.included);
+    const { index, shards } = shardSnapshot(snapshot, opts.shardMaxBytes);
+    const outcome = await opts.writer.write(index, shards);
+
+    // Statuses and events describe what is now published.
+    const byName = new Map(objects.map((o) => [o.metadata.name, o]));
+    const refOf = (o: ProtectedScope): ObjectReference => ({
+      apiVersion: API_GROUP_VERSION,
+      kind: KIND,
+      name: o.metadata.name,
+      namespace: opts.namespace,
+      ...(o.metadata.uid ? { uid: o.metadata.uid } : {}),
+    });
+    let events = 0;
+    const emit = (o: ObjectReference, type: EventType, reason: string, note: string) => {
+      events++;
+      opts.events.emit(o, type, reason, note);
+    };
+
+    // Scope transitions. Before the first reconcile of this process, the previous state is what the objects'
+    // statuses say, so a restart does not re-announce every scope.
+    const nextStates = new Map<string, { state: 'Open' | 'Closed'; ref: ObjectReference }>();
+    for (const [key, state] of compiled.scopeStates) {
+      const names = compiled.scopeObjects.get(key) ?? [];
+      const first = byName.get(names[0]!)!;
+      const ref = refOf(first);
+      nextStates.set(key, { state, ref });
+      let previous = this.scopeStates.get(key)?.state;
+      if (previous === undefined) {
+        const recorded = names.map((n) => byName.get(n)?.status?.state).filter((s) => s !== undefined);
+        previous = recorded.includes('Closed') ? 'Closed' : 'Open';
+      }
+      if (previous !== state) {
+        const tokens = names.reduce((n, name) => n + (compiled.desired.get(name)?.status.tokens ?? 0), 0);
+        if (state === 'Closed') emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}`);
+        else emit(ref, 'Normal', 'ScopeOpened', `${key} is open: no token records left`);
+      }
+    }
+    for (const [key, { state, ref }] of this.scopeStates) {
+      if (!nextStates.has(key) && state === 'Closed') emit(ref, 'Normal', 'ScopeOpened', `${key} is open: its ProtectedScope was deleted`);
+    }
+
+    // Status patches, only where the status differs.
+    const changed = objects.filter((o) => {
+      const d = compiled.desired.get(o.metadata.name);
+      return d !== undefined && !statusEquals(o.status as ScopeStatus | undefined, d.status);
+    });
+    for (const o of changed) {
+      const d = compiled.desired.get(o.metadata.name)!.status;
+      const before = o.status as ScopeStatus | undefined;
+      const merged = [...(d.mergedWith ?? [])].sort().join(',');
+      if (merged && merged !== [...(before?.mergedWith ?? [])].sort().join(',')) {
+        emit(refOf(o), 'Warning', 'ScopesMerged', `merged with ${d.mergedWith!.join(', ')}: ${d.mergedWith!.length + 1} objects protect ${d.kind}=${d.scope}; their tokens are combined`.slice(0, 1000));
+      }
+      const ready = d.conditions?.[0];
+      const beforeReady = before?.conditions?.find((c) => c.type === 'Ready');
+      if (ready?.status === 'False' && !(beforeReady?.status === 'False' && beforeReady.reason === ready.reason)) {
+        emit(refOf(o), 'Warning', 'CompileFailed', ready.message);
+      }
+    }
+    let statusPatched = 0;
+    await pool(changed, opts.statusConcurrency ?? 16, async (o) => {
+      if (!opts.isLeader()) throw new NotLeaderError();
+      const d = compiled.desired.get(o.metadata.name)!.status;
+      const found = await opts.status.patchStatus(o.metadata.name, statusPatch(d));
+      opts.metrics?.statusPatches.inc();
+      if (found) statusPatched++;
+    });
+
+    this.scopeStates = nextStates;
+    this.lastDesired.clear();
+    for (const [name, d] of compiled.desired) this.lastDesired.set(name, d.status);
+
+    // Metrics.
+    const m = opts.metrics;
+    if (m) {
+      let closed = 0;
+      for (const s of compiled.scopeStates.values()) if (s === 'Closed') closed++;
+      m.objects.set(objects.length);
+      m.scopes.set({ state: 'Closed' }, closed);
+      m.scopes.set({ state: 'Open' }, compiled.scopeStates.size - closed);
+      let active = 0;
+      for (const d of compiled.desired.values()) active += d.status.activeTokens ?? 0;
+      let records = 0;
+      for (const d of compiled.desired.values()) records += d.status.tokens ?? 0;
+      m.tokens.set({ state: 'active' }, active);
+      m.tokens.set({ state: 'expired' }, records - active);
+      m.invalid.set(compiled.assessments.filter((a) => a.errors.length > 0).length);
+      m.snapshotBytes.set(shards.reduce((n, s) => n + s.bytes, 0));
+      m.shards.set(shards.length);
+    }
+    this._lastReport = {
+      generation: index.generation,
+      scopes: index.scopes,
+      tokens: index.tokens,
+      shards: shards.length,
+      shardsWritten: outcome.shardsWritten,
+      indexWritten: outcome.indexWritten,
+      deleted: outcome.deleted,
+      statusPatched,
+      events,
+    };
+    this._lastSuccessAt = this.now();
+    if (outcome.shardsWritten > 0 || outcome.indexWritten || outcome.deleted > 0 || statusPatched > 0) {
+      opts.log?.info({ namespace: opts.namespace, ...this._lastReport, durationMs: this.now() - nowMs }, 'reconciled');
+    }
+
+    const waits = [opts.resyncMs ?? 10 * 60_000];
+    if (compiled.nextExpiryMs !== undefined) waits.push(compiled.nextExpiryMs - nowMs + EXPIRY_SLACK_MS);
+    if (outcome.nextCleanupAtMs !== undefined) waits.push(outcome.nextCleanupAtMs - nowMs + EXPIRY_SLACK_MS);
+    return { requeueAfterMs: Math.max(EXPIRY_SLACK_MS, Math.min(...waits)) };
+  }
+}

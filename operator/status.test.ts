@@ -1,0 +1,107 @@
+import { describe, it, expect } from '@jest/globals';
+import { compileSnapshot, hashToken, tokenIdOf, type ProtectedScope, type TokenRecord } from '../core/index.js';
+import { PLACEHOLDER_HASH, assess, computeDesired, statusEquals, statusPatch, type ScopeStatus } from './status.js';
+
+const NOW = Date.parse('2026-11-21T12:00:00Z');
+
+function token(secret: string, expiresAt?: string): TokenRecord {
+  const hash = hashToken(secret);
+  return { id: tokenIdOf(hash), hash, createdAt: '2026-11-01T00:00:00Z', ...(expiresAt ? { expiresAt } : {}) };
+}
+
+function ps(name: string, spec: Record<string, unknown>, extra: Partial<ProtectedScope['metadata']> = {}, status?: ScopeStatus): ProtectedScope {
+  return {
+    apiVersion: 'auth.svc.io/v1alpha1',
+    kind: 'ProtectedScope',
+    metadata: { name, namespace: 'ns', generation: 3, ...extra },
+    spec: spec as ProtectedScope['spec'],
+    ...(status ? { status: status as ProtectedScope['status'] } : {}),
+  };
+}
+
+describe('computeDesired', () => {
+  it('reports scope, kind, state, token counts and a Ready condition', () => {
+    const objs = [
+      ps('a', { topicHierarchy: 'origin.a.wis2', tokens: [token('tok-one-0123456789'), token('tok-two-0123456789', '2026-11-21T11:00:00Z'), token('tok-three-012345678', '2026-11-22T00:00:00Z')] }),
+      ps('b', { path: 'collections/stations' }),
+    ];
+    const c = computeDesired(objs, NOW);
+    const a = c.desired.get('a')!.status;
+    expect(a).toMatchObject({ observedGeneration: 3, scope: 'origin.a.wis2', kind: 'topicHierarchy', state: 'Closed', tokens: 3, activeTokens: 2 });
+    expect(a.conditions![0]).toMatchObject({ type: 'Ready', status: 'True', reason: 'Compiled', observedGeneration: 3, lastTransitionTime: new Date(NOW).toISOString() });
+    expect(a.mergedWith).toBeUndefined();
+    const b = c.desired.get('b')!.status;
+    expect(b).toMatchObject({ scope: 'collections/stations', kind: 'path', state: 'Open', tokens: 0, activeTokens: 0 });
+    expect(c.nextExpiryMs).toBe(Date.parse('2026-11-22T00:00:00Z'));
+    expect(c.included).toHaveLength(2);
+  });
+
+  it('merges objects for the same scope: state of the scope, own counts, mergedWith the others', () => {
+    const objs = [
+      ps('x1', { metadataId: 'urn:wmo:md:a', tokens: [token('tok-one-0123456789')] }),
+      ps('x2', { metadataId: 'urn:wmo:md:a' }),
+      ps('x3', { metadataId: 'urn:wmo:md:a', tokens: [token('tok-one-0123456789')] }),
+    ];
+    const c = computeDesired(objs, NOW);
+    expect(c.desired.get('x2')!.status).toMatchObject({ state: 'Closed', tokens: 0, mergedWith: ['x1', 'x3'] });
+    expect(c.desired.get('x1')!.status.mergedWith).toEqual(['x2', 'x3']);
+    expect(c.desired.get('x1')!.status.conditions![0]!.message).toMatch(/merged with 2 other objects/);
+    expect(c.scopeStates.get('dataset:urn:wmo:md:a')).toBe('Closed');
+    expect(compileSnapshot(c.included).tokenCount).toBe(1);
+  });
+
+  it('keeps lastTransitionTime while the Ready status stays the same', () => {
+    const earlier = '2026-01-01T00:00:00.000Z';
+    const prev: ScopeStatus = { conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'old message', lastTransitionTime: earlier }] };
+    const c = computeDesired([ps('a', { topicHierarchy: 'a' }, {}, prev)], NOW);
+    expect(c.desired.get('a')!.status.conditions![0]!.lastTransitionTime).toBe(earlier);
+  });
+
+  it('fails closed on unreadable token records: placeholder, expired, scope stays Closed', () => {
+    const bad = ps('bad', { topicHierarchy: 'a.b', tokens: [{ id: 'zz', hash: 'md5:abc', createdAt: 'yesterday' }] });
+    const a = assess(bad);
+    expect(a.errors.length).toBeGreaterThan(0);
+    expect(a.compiled?.spec.tokens?.[0]).toMatchObject({ hash: PLACEHOLDER_HASH, expiresAt: '1970-01-01T00:00:00.000Z' });
+    const c = computeDesired([bad], NOW);
+    const s = c.desired.get('bad')!.status;
+    expect(s).toMatchObject({ state: 'Closed', tokens: 1, activeTokens: 0 });
+    expect(s.conditions![0]).toMatchObject({ status: 'False', reason: 'Invalid' });
+    expect(s.conditions![0]!.message).not.toContain('md5:abc');
+    const snap = compileSnapshot(c.included);
+    expect(snap.scopeCount).toBe(1);
+  });
+
+  it('leaves out an object whose scope cannot be read, and says so', () => {
+    const c = computeDesired([ps('two', { topicHierarchy: 'a', path: 'collections/stations' }), ps('bad', { topicHierarchy: 'a b' })], NOW);
+    expect(c.included).toHaveLength(0);
+    expect(c.desired.get('two')!.status.conditions![0]).toMatchObject({ status: 'False', reason: 'Invalid' });
+    expect(c.desired.get('bad')!.status.state).toBeUndefined();
+  });
+});
+
+describe('statusEquals / statusPatch', () => {
+  const base: ScopeStatus = {
+    observedGeneration: 1,
+    scope: 'a',
+    kind: 'topicHierarchy',
+    state: 'Open',
+    tokens: 0,
+    activeTokens: 0,
+    conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'm', observedGeneration: 1, lastTransitionTime: '2026-01-01T00:00:00Z' }],
+  };
+
+  it('ignores lastTransitionTime and list order, but nothing else', () => {
+    expect(statusEquals(base, { ...base, conditions: [{ ...base.conditions![0]!, lastTransitionTime: '2027-01-01T00:00:00Z' }] })).toBe(true);
+    expect(statusEquals({ ...base, mergedWith: ['b', 'a'] }, { ...base, mergedWith: ['a', 'b'] })).toBe(true);
+    expect(statusEquals({ ...base, mergedWith: [] }, base)).toBe(true);
+    expect(statusEquals(base, { ...base, activeTokens: 1 })).toBe(false);
+    expect(statusEquals(base, { ...base, observedGeneration: 2 })).toBe(false);
+    expect(statusEquals(undefined, base)).toBe(false);
+  });
+
+  it('nulls what the desired status does not have', () => {
+    const p = statusPatch({ conditions: base.conditions! });
+    expect(p).toMatchObject({ scope: null, state: null, mergedWith: null });
+    expect(statusPatch({ ...base, mergedWith: ['x'] }).mergedWith).toEqual(['x']);
+  });
+});
