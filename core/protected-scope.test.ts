@@ -1,10 +1,13 @@
 import { describe, it, expect } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { parseManifests } from './manifest.js';
 import {
   API_GROUP_VERSION,
   formatFieldErrors,
   isDateTime,
   isExpired,
   KIND,
+  MAX_DESCRIPTION_LENGTH,
   MAX_TOKENS_PER_OBJECT,
   newProtectedScope,
   scopeOf,
@@ -14,8 +17,8 @@ import {
   type FieldError,
   type TokenRecord,
 } from './protected-scope.js';
-import { hashToken, tokenIdOf } from './token.js';
-import type { Scope } from './scope.js';
+import { HASH_PATTERN, hashToken, TOKEN_ID_PATTERN, tokenIdOf } from './token.js';
+import { DATASET_PATTERN, MAX_LENGTH, PATH_PATTERN, TOPIC_PATTERN, type Scope } from './scope.js';
 
 // ARCHITECTURE.md "ProtectedScope": exactly one scope field, per-kind patterns, hash pattern, id = first
 // 12 hex of the hash, unique ids, maxItems, RFC 3339 dates, bounded description. Errors name the field.
@@ -186,5 +189,31 @@ describe('helpers', () => {
     expect(isExpired({ expiresAt: '2027-01-01T00:00:00Z' }, at)).toBe(true);
     expect(isExpired({ expiresAt: '2027-01-01T01:00:00+01:00' }, at)).toBe(true);
     expect(isExpired({}, Number.MAX_SAFE_INTEGER)).toBe(false);
+  });
+});
+
+describe('core validates with the same rules as the CRD (crds/protectedscope.yaml)', () => {
+  type Schema = { properties: Record<string, Schema>; pattern?: string; maxLength?: number; maxItems?: number; items: Schema; required?: string[] };
+  const crd = parseManifests(readFileSync(new URL('../crds/protectedscope.yaml', import.meta.url), 'utf8'));
+  const spec = (): Schema => {
+    if (!crd.ok) throw new Error(crd.error);
+    const doc = crd.value[0] as { spec: { versions: { name: string; schema: { openAPIV3Schema: Schema } }[] } };
+    return doc.spec.versions.find((v) => v.name === 'v1alpha1')!.schema.openAPIV3Schema.properties.spec!;
+  };
+  it('scope patterns and lengths', () => {
+    const p = spec().properties;
+    // Compared as compiled regexes (JS escapes "/" in a RegExp's source, YAML need not).
+    const source = (pattern: string | undefined) => new RegExp(pattern ?? '').source;
+    expect([p.topicHierarchy!.pattern, p.metadataId!.pattern, p.path!.pattern].map(source)).toEqual([TOPIC_PATTERN.source, DATASET_PATTERN.source, PATH_PATTERN.source]);
+    expect([p.topicHierarchy!.maxLength, p.metadataId!.maxLength, p.path!.maxLength]).toEqual([MAX_LENGTH.topic, MAX_LENGTH.dataset, MAX_LENGTH.path]);
+  });
+  it('token records', () => {
+    const tokens = spec().properties.tokens!;
+    expect(tokens.maxItems).toBe(MAX_TOKENS_PER_OBJECT);
+    const t = tokens.items.properties;
+    expect(new RegExp(t.id!.pattern!).source).toBe(TOKEN_ID_PATTERN.source);
+    expect(new RegExp(t.hash!.pattern!).source).toBe(HASH_PATTERN.source);
+    expect(t.description!.maxLength).toBe(MAX_DESCRIPTION_LENGTH);
+    expect([...(tokens.items.required ?? [])].sort()).toEqual(['createdAt', 'hash', 'id']);
   });
 });
