@@ -72,13 +72,13 @@ export function kubeConfigMapClient(kube: Pick<Kube, 'core'>, namespace: string,
   };
 }
 
-/** List-watch of the ConfigMaps of a namespace matching a label selector, as plain objects. */
-export function configMapListWatch(kube: Pick<Kube, 'core' | 'watch'>, namespace: string, labelSelector: string): ListWatchSource<ConfigMapObject> {
+/** List-watch of the ConfigMaps of a namespace matching selectors, as plain objects. */
+export function configMapListWatch(kube: Pick<Kube, 'core' | 'watch'>, namespace: string, selectors: { labelSelector?: string; fieldSelector?: string }): ListWatchSource<ConfigMapObject> {
   const inner = kubeListWatch<V1ConfigMap>(
     kube.watch,
     `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`,
     (args) => kube.core.listNamespacedConfigMap({ namespace, ...args }),
-    { labelSelector, pageSize: 50 },
+    { ...selectors, pageSize: 50 },
   );
   return {
     async list() {

@@ -9,6 +9,7 @@ export interface ListPage<T> {
 
 export interface KubeListWatchOptions {
   readonly labelSelector?: string;
+  readonly fieldSelector?: string;
   /** Page size of the list; pages keep one huge response (10,000 objects) off the API server's heap. */
   readonly pageSize?: number;
 }
@@ -21,7 +22,7 @@ export interface KubeListWatchOptions {
 export function kubeListWatch<T>(
   watch: Pick<Watch, 'watch'>,
   path: string,
-  listPage: (args: { limit: number; _continue?: string; labelSelector?: string }) => Promise<ListPage<T>>,
+  listPage: (args: { limit: number; _continue?: string; labelSelector?: string; fieldSelector?: string }) => Promise<ListPage<T>>,
   opts: KubeListWatchOptions = {},
 ): ListWatchSource<T> {
   const limit = opts.pageSize ?? 500;
@@ -31,7 +32,12 @@ export function kubeListWatch<T>(
       let cont: string | undefined;
       let resourceVersion = '';
       do {
-        const page = await listPage({ limit, ...(cont ? { _continue: cont } : {}), ...(opts.labelSelector ? { labelSelector: opts.labelSelector } : {}) });
+        const page = await listPage({
+          limit,
+          ...(cont ? { _continue: cont } : {}),
+          ...(opts.labelSelector ? { labelSelector: opts.labelSelector } : {}),
+          ...(opts.fieldSelector ? { fieldSelector: opts.fieldSelector } : {}),
+        });
         for (const item of page.items) items.push(item);
         // The first page's resourceVersion is the list's (later pages are served from the same snapshot).
         if (!resourceVersion) resourceVersion = page.metadata?.resourceVersion ?? '';
@@ -45,6 +51,7 @@ export function kubeListWatch<T>(
         timeoutSeconds,
         resourceVersion: resourceVersion || undefined,
         labelSelector: opts.labelSelector,
+        fieldSelector: opts.fieldSelector,
       };
       const controller = await watch.watch(path, params, (type: string, obj: unknown) => onEvent(type as WatchEventType, obj), onDone);
       return { abort: () => controller.abort() };

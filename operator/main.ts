@@ -110,7 +110,7 @@ export async function main(argv: string[] = process.argv): Promise<void> {
   const operator = new Operator(
     {
       scopes: protectedScopeListWatch(kube, namespace),
-      configMapsWatch: configMapListWatch(kube, namespace, snapshotSelector(flags.snapshotName)),
+      configMapsWatch: configMapListWatch(kube, namespace, { labelSelector: snapshotSelector(flags.snapshotName) }),
       configMaps: kubeConfigMapClient(kube, namespace, FIELD_MANAGER),
       status: kubeScopeStatusClient(kube, namespace, FIELD_MANAGER),
       events: kubeEventSink(kube),

@@ -1,0 +1,195 @@
+import { parseSnapshotIndex, verifyAssembled, verifyShard, type SnapshotIndex } from '../core/index.js';
+import type { ConfigMapObject } from './configmaps.js';
+import { describeError } from './errors.js';
+import { ResilientInformer, type InformerOptions, type ListWatchSource } from './informer.js';
+import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './snapshot-objects.js';
+
+/**
+ * The reading side of the snapshot ConfigMaps (svc-auth's ConfigMap source): watches the index ConfigMap,
+ * fetches every shard the index names by its content-addressed name, verifies each against its digest and
+ * the whole against the generation, and only then hands the lines over. Shards are cached by digest, so a
+ * change that touches one shard fetches one shard. Nothing half-loaded is ever delivered; on any failure
+ * (API server away, shard missing, corrupt) the reader reports it, keeps the last delivered generation, and
+ * retries with backoff. No client-node import here: the caller passes the transport in.
+ */
+export interface VerifiedSnapshot {
+  readonly index: SnapshotIndex;
+  readonly lines: readonly string[];
+  /** Shards fetched for this generation (the rest came from the cache). */
+  readonly fetched: number;
+  readonly cached: number;
+}
+
+export interface SnapshotReaderOptions {
+  readonly snapshotName: string;
+  /** A list-watch of the index ConfigMap (a field selector on its name). */
+  readonly indexWatch: ListWatchSource<ConfigMapObject>;
+  readonly getConfigMap: (name: string) => Promise<ConfigMapObject | undefined>;
+  /** Builds and swaps; a throw counts as a failed load (the reader retries). */
+  readonly deliver: (snapshot: VerifiedSnapshot, startedMs: number) => Promise<void> | void;
+  readonly onFailure: (message: string) => void;
+  readonly onWatchError?: (err: unknown) => void;
+  readonly concurrency?: number;
+  readonly retryInitialMs?: number;
+  readonly retryMaxMs?: number;
+  readonly informer?: InformerOptions;
+}
+
+export class SnapshotReader {
+  private readonly informer: ResilientInformer<ConfigMapObject>;
+  private readonly shards = new Map<string, string[]>();
+  private delivered: string | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private failures = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private firstAttempt: (() => void) | undefined;
+
+  constructor(private readonly opts: SnapshotReaderOptions) {
+    this.informer = new ResilientInformer<ConfigMapObject>(
+      opts.indexWatch,
+      {
+        onAdd: () => this.trigger(),
+        onUpdate: () => this.trigger(),
+        onSynced: () => this.trigger(),
+        onDelete: () => {
+          // Keep serving what we have: a deleted index is an operator problem, never a reason to open up.
+          if (!this.informer.list().some((cm) => cm.metadata.name === opts.snapshotName)) opts.onFailure(`index ConfigMap ${opts.snapshotName} was deleted; keeping generation ${short(this.delivered)}`);
+        },
+        onError: (e) => {
+          opts.onWatchError?.(e);
+          // The first attempt is over if the API server cannot even be listed.
+          if (!this.informer.synced) this.endFirstAttempt();
+        },
+      },
+      opts.informer ?? {},
+    );
+  }
+
+  /** The generation last delivered, if any. */
+  get generation(): string | undefined {
+    return this.delivered;
+  }
+
+  get cachedShards(): number {
+    return this.shards.size;
+  }
+
+  /** Starts watching; resolves once the first load attempt has finished, whatever its outcome. */
+  start(): Promise<void> {
+    const first = new Promise<void>((resolve) => (this.firstAttempt = resolve));
+    this.informer.start();
+    return first;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    await this.informer.stop();
+    await this.running;
+    this.endFirstAttempt();
+  }
+
+  /** Runs a load now (one at a time; a trigger during a load runs exactly one more after it). */
+  trigger(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        await this.loadOnce();
+      } while (this.again && !this.stopped);
+    })().finally(() => {
+      this.running = undefined;
+      this.endFirstAttempt();
+    });
+  }
+
+  private endFirstAttempt(): void {
+    const r = this.firstAttempt;
+    this.firstAttempt = undefined;
+    r?.();
+  }
+
+  private fail(message: string, retry: boolean): void {
+    this.opts.onFailure(message);
+    if (!retry || this.stopped) return;
+    this.failures++;
+    const base = this.opts.retryInitialMs ?? 250;
+    const delay = Math.min(this.opts.retryMaxMs ?? 10_000, base * 2 ** Math.min(this.failures - 1, 16));
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.trigger(), delay);
+  }
+
+  private async loadOnce(): Promise<void> {
+    const started = performance.now();
+    const { snapshotName } = this.opts;
+    if (!this.informer.synced) return;
+    const cm = this.informer.list().find((c) => c.metadata.name === snapshotName);
+    if (!cm) return this.fail(`index ConfigMap ${snapshotName} not found${this.delivered ? `; keeping generation ${short(this.delivered)}` : ' (has svc-operator written it yet?)'}`, false);
+    const text = cm.data?.[INDEX_KEY];
+    if (text === undefined) return this.fail(`index ConfigMap ${snapshotName} has no ${INDEX_KEY}`, false);
+    const parsed = parseSnapshotIndex(text);
+    if (!parsed.ok) return this.fail(`index ConfigMap ${snapshotName}: ${parsed.error}`, false);
+    const index = parsed.value;
+    if (index.generation === this.delivered) {
+      this.failures = 0;
+      return;
+    }
+
+    // Fetch what the cache lacks, a few at a time, verifying each shard as it arrives.
+    const missing = index.shards.filter((ref) => !this.shards.has(ref.digest));
+    let next = 0;
+    let problem: { message: string; retry: boolean } | undefined;
+    const worker = async () => {
+      while (next < missing.length && !problem && !this.stopped) {
+        const ref = missing[next++]!;
+        const name = shardConfigMapName(snapshotName, ref.digest);
+        let shard: ConfigMapObject | undefined;
+        try {
+          shard = await this.opts.getConfigMap(name);
+        } catch (e) {
+          problem ??= { message: `shard ConfigMap ${name}: ${describeError(e)}`, retry: true };
+          return;
+        }
+        // Missing: not written yet, or deleted too early; the operator writes shards before the index, so try again.
+        if (!shard) {
+          problem ??= { message: `shard ConfigMap ${name} of generation ${short(index.generation)} not found`, retry: true };
+          return;
+        }
+        const checked = verifyShard(ref, shard.data?.[SHARD_KEY] ?? '');
+        if (!checked.ok) {
+          problem ??= { message: `shard ConfigMap ${name}: ${checked.error}`, retry: true };
+          return;
+        }
+        this.shards.set(ref.digest, checked.value);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 4, missing.length) }, worker));
+    if (this.stopped) return;
+    if (problem) return this.fail(`${problem.message}; keeping generation ${short(this.delivered)}`, problem.retry);
+
+    const lines: string[] = [];
+    for (const ref of index.shards) for (const line of this.shards.get(ref.digest)!) lines.push(line);
+    const whole = verifyAssembled(index, lines);
+    if (!whole.ok) return this.fail(`generation ${short(index.generation)}: ${whole.error}; keeping generation ${short(this.delivered)}`, true);
+    try {
+      await this.opts.deliver({ index, lines, fetched: missing.length, cached: index.shards.length - missing.length }, started);
+    } catch (e) {
+      return this.fail(`generation ${short(index.generation)}: ${describeError(e)}; keeping generation ${short(this.delivered)}`, true);
+    }
+    this.delivered = index.generation;
+    this.failures = 0;
+    // Keep only the shards of the generation now served.
+    const keep = new Set(index.shards.map((s) => s.digest));
+    for (const digest of [...this.shards.keys()]) if (!keep.has(digest)) this.shards.delete(digest);
+  }
+}
+
+function short(generation: string | undefined): string {
+  return generation ? generation.slice(0, 12) : '(none)';
+}
