@@ -623,7 +623,9 @@ describe('normalization attacks through the decision engine (closed scopes, no t
     expect(outcome(ask(world, 'GET', stripOrigin(`https://example.org${CORE_FILE}`)))).toBe('no-token');
     expect(outcome(ask(world, 'GET', stripOrigin(`https://example.org:8443${CORE_FILE}?token=${T.core}`)))).toBe('granted');
     expect(outcome(ask(world, 'POST', stripOrigin('http://h/oapi/collections/stations')))).toBe('no-token');
-    expect(outcome(ask(world, 'GET', stripOrigin(`http://h?x=${CORE_FILE}`)))).toBe('open');
+    // A Host header smuggling `?` or `#` must not turn the real path into a query or fragment.
+    expect(outcome(ask(world, 'GET', stripOrigin(`http://h?${CORE_FILE}`)))).toBe('malformed');
+    expect(outcome(ask(world, 'GET', stripOrigin(`http://h#${CORE_FILE}`)))).toBe('malformed');
     // An absolute URL passed without stripping is not a path: refused, never open.
     expect(outcome(ask(world, 'GET', `https://example.org${CORE_FILE}`))).toBe('malformed');
   });

@@ -167,28 +167,41 @@ describe('case is kept (the WAF object store and the API are case-sensitive)', (
   });
 });
 
+describe('raw whitespace and controls', () => {
+  it.each(['/data/a b', '/data/x?token=a b', '/open /../closed', '/data/a\tb', '/data/x?\x7f'])('refuses %j', (raw) => {
+    expect(normalizeTarget(raw).ok).toBe(false);
+  });
+});
+
 describe('stripOrigin (absolute URLs, e.g. X-Original-URL)', () => {
   it.each([
     ['http://host/data/x?token=a', '/data/x?token=a'],
     ['https://host:8443/oapi/collections/stations', '/oapi/collections/stations'],
     ['HTTPS://HOST/Data', '/Data'],
-    ['https://user:pw@host/p', '/p'],
     ['svc+ws-1.0://host/p', '/p'],
-    ['http://host', '/'],
-    ['http://host?token=a', '/?token=a'],
-    ['http://host?x=/data/secret', '/?x=/data/secret'],
-    ['http://host#/data/secret', '/'],
+    ['http://[::1]:8080/p', '/p'],
     ['http://host/a//b', '/a//b'],
-  ])('%s → %s', (url, path) => {
+    // Anything but host[:port] then a path is refused (''), since the authority is the client's Host header.
+    ['https://user:pw@host/p', ''],
+    ['http://host', ''],
+    ['http:///p', ''],
+    ['http://host?token=a', ''],
+    ['http://host?x=/data/secret', ''],
+    ['http://host#/data/secret', ''],
+    ['http://127.0.0.1?/data/x', ''],
+    ['http://127.0.0.1#/data/x', ''],
+    ['http://h%20/data/x', ''],
+  ])('%s → %j', (url, path) => {
     expect(stripOrigin(url)).toBe(path);
   });
   it.each(['/data/x', '/a://b', '/?u=http://h/x', 'data/x', '1http://h/x', 'ht tp://h/x', '://h/x'])('leaves %j as it is', (s) => {
     expect(stripOrigin(s)).toBe(s);
   });
-  it('the result of an absolute URL always starts with "/"', () => {
+  it('the result of an absolute URL is a path or refused, never anything else', () => {
     fc.assert(
       fc.property(fc.constantFrom('http', 'https', 'h2c'), fc.string({ maxLength: 30 }), (scheme, rest) => {
-        expect(stripOrigin(`${scheme}://${rest}`).startsWith('/')).toBe(true);
+        const path = stripOrigin(`${scheme}://${rest}`);
+        expect(path === '' || path.startsWith('/')).toBe(true);
       }),
     );
   });

@@ -11,7 +11,12 @@ export type Target =
 const MAX_TARGET_LENGTH = 8192;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Drops `scheme://authority` from an absolute URL (`X-Original-URL`); a path is returned as it is. */
+/**
+ * Drops `scheme://authority` from an absolute URL (`X-Original-URL`); a path is returned as it is.
+ * The authority comes from the client's Host header (ingress-nginx builds `$scheme://$http_host$request_uri`),
+ * so anything but a plain `host[:port]` followed by a path is refused by returning '' (which
+ * normalizeTarget rejects): `Host: h?` would otherwise turn the whole real path into a query.
+ */
 export function stripOrigin(url: string): string {
   const scheme = url.indexOf('://');
   if (scheme <= 0 || url.charCodeAt(0) === 0x2f) return url;
@@ -20,17 +25,29 @@ export function stripOrigin(url: string): string {
     const isSchemeChar = (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (i > 0 && ((c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2d || c === 0x2e));
     if (!isSchemeChar) return url;
   }
-  // The authority ends at the first `/`, `?` or `#` (RFC 3986 3.2); a `/` inside a fragment or query
-  // is not the start of the path (`http://h#/data/x` is a request for `/`).
-  let end = scheme + 3;
-  while (end < url.length && url[end] !== '/' && url[end] !== '?' && url[end] !== '#') end++;
-  if (url[end] === '/') return url.slice(end);
-  return `/${url[end] === '?' ? url.slice(end) : ''}`;
+  const start = scheme + 3;
+  let end = start;
+  while (end < url.length && isHostChar(url.charCodeAt(end))) end++;
+  return end > start && url.charCodeAt(end) === 0x2f ? url.slice(end) : '';
+}
+
+/** Letters, digits, `.-_~`, and `:[]` for ports and IPv6 literals: what a real Host header holds. */
+function isHostChar(c: number): boolean {
+  return (
+    (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) ||
+    c === 0x2e || c === 0x2d || c === 0x5f || c === 0x7e || c === 0x3a || c === 0x5b || c === 0x5d
+  );
 }
 
 export function normalizeTarget(raw: string): Target {
   if (raw.length === 0 || raw.charCodeAt(0) !== 0x2f) return fail('the path must start with "/"');
   if (raw.length > MAX_TARGET_LENGTH) return fail('the request target is too long');
+  // Raw whitespace and controls anywhere (path or query) are never valid in a request target; letting them
+  // through would let `GET /open /../closed` style keys collide in a proxy's auth cache.
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f) return fail('the request target has raw whitespace or a control character');
+  }
   let end = raw.length;
   let query = '';
   const q = raw.indexOf('?');
