@@ -1,0 +1,279 @@
+// The ProtectedScope CRD (crds/protectedscope.yaml) against a real kube-apiserver: what it accepts, what it rejects
+// and with which message, and what `kubectl get ps` prints.
+import { createHash, randomBytes } from 'node:crypto';
+import { request } from 'node:https';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import * as k8s from '@kubernetes/client-node';
+import { describeCluster, kubeConfig, newNamespace } from '../controlplane/testenv.js';
+
+const group = 'auth.svc.io';
+const version = 'v1alpha1';
+const plural = 'protectedscopes';
+
+interface TokenRecord {
+  id: string;
+  hash: string;
+  createdAt: string;
+  description?: string;
+  expiresAt?: string;
+}
+
+function token(extra: Partial<TokenRecord> = {}): TokenRecord {
+  const hex = createHash('sha256').update(randomBytes(32)).digest('hex');
+  return { id: hex.slice(0, 12), hash: `sha256:${hex}`, createdAt: '2026-11-21T10:00:00Z', ...extra };
+}
+
+let counter = 0;
+function scope(spec: Record<string, unknown>, name = `ps-${++counter}`): Record<string, unknown> {
+  return { apiVersion: `${group}/${version}`, kind: 'ProtectedScope', metadata: { name }, spec };
+}
+
+describeCluster('ProtectedScope CRD', () => {
+  let kc: k8s.KubeConfig;
+  let objects: k8s.CustomObjectsApi;
+  let namespace: string;
+
+  beforeAll(async () => {
+    kc = kubeConfig();
+    objects = kc.makeApiClient(k8s.CustomObjectsApi);
+    namespace = await newNamespace('crd');
+  });
+
+  const create = (body: Record<string, unknown>) => objects.createNamespacedCustomObject({ group, version, namespace, plural, body });
+
+  /** Creates `body` expecting a 422 and returns the server's message. */
+  async function rejection(body: Record<string, unknown>): Promise<string> {
+    try {
+      await create(body);
+    } catch (e) {
+      const err = e as { code?: number; body?: string };
+      expect(err.code).toBe(422);
+      return (JSON.parse(err.body ?? '{}') as { message?: string }).message ?? '';
+    }
+    throw new Error(`accepted, but expected a rejection: ${JSON.stringify(body)}`);
+  }
+
+  describe('accepts', () => {
+    it.each([
+      ['a topic hierarchy', { topicHierarchy: 'origin.a.wis2.mw-met.data.core' }],
+      ['a one-level topic', { topicHierarchy: 'origin' }],
+      ['a metadata id', { metadataId: 'urn:wmo:md:mw-met:core.surface-based-observations.synop' }],
+      ['the stations collection', { path: 'collections/stations' }],
+      ['a process', { path: 'processes/svc-publish_v2' }],
+    ])('%s without tokens', async (_label, spec) => {
+      const created = await create(scope(spec)) as { spec: Record<string, unknown> };
+      expect(created.spec).toEqual(spec);
+    });
+
+    it('tokens with and without description and expiry', async () => {
+      const tokens = [
+        token(),
+        token({ description: 'partner NMHS' }),
+        token({ expiresAt: '2027-01-01T00:00:00Z' }),
+        token({ description: 'x'.repeat(256), expiresAt: '2027-01-01T00:00:00.5+02:00' }),
+      ];
+      for (const spec of [{ topicHierarchy: 'origin.a.wis2' }, { metadataId: 'urn:x:y' }, { path: 'processes/svc-ingest' }]) {
+        const created = await create(scope({ ...spec, tokens })) as { spec: { tokens: TokenRecord[] } };
+        expect(created.spec.tokens).toHaveLength(tokens.length);
+      }
+    });
+
+    it('the maximum of 1000 tokens', async () => {
+      const tokens = Array.from({ length: 1000 }, () => token());
+      await create(scope({ topicHierarchy: 'big', tokens }));
+    });
+
+    it('adding and removing tokens on update (the scope unchanged)', async () => {
+      const name = `ps-update-${++counter}`;
+      await create(scope({ path: 'collections/stations', tokens: [token()] }, name));
+      const current = await objects.getNamespacedCustomObject({ group, version, namespace, plural, name }) as Record<string, unknown> & { spec: { tokens: TokenRecord[] } };
+      current.spec.tokens = [token(), token()];
+      const replaced = await objects.replaceNamespacedCustomObject({ group, version, namespace, plural, name, body: current }) as { spec: { tokens: TokenRecord[] } };
+      expect(replaced.spec.tokens).toHaveLength(2);
+    });
+  });
+
+  describe('rejects', () => {
+    it('two scope fields', async () => {
+      const msg = await rejection(scope({ topicHierarchy: 'a.b', path: 'collections/stations' }));
+      expect(msg).toContain('exactly one of spec.topicHierarchy, spec.metadataId or spec.path must be set');
+    });
+
+    it('all three scope fields', async () => {
+      const msg = await rejection(scope({ topicHierarchy: 'a.b', metadataId: 'urn:a', path: 'collections/stations' }));
+      expect(msg).toContain('exactly one of spec.topicHierarchy, spec.metadataId or spec.path');
+    });
+
+    it('no scope field', async () => {
+      const msg = await rejection(scope({ tokens: [token()] }));
+      expect(msg).toContain('exactly one of spec.topicHierarchy, spec.metadataId or spec.path');
+    });
+
+    it('no spec at all', async () => {
+      const msg = await rejection({ apiVersion: `${group}/${version}`, kind: 'ProtectedScope', metadata: { name: `ps-${++counter}` } });
+      expect(msg).toMatch(/spec: Required value/);
+    });
+
+    it.each(['a..b', 'a/b', '.a', 'a.', 'a b', '', 'a.b#c', 'x'.repeat(513)])('topic %j', async (topic) => {
+      const msg = await rejection(scope({ topicHierarchy: topic }));
+      expect(msg).toContain('spec.topicHierarchy');
+    });
+
+    it.each(['urn:', 'foo:bar', 'urn', 'urn::x', 'urn:a:', 'urn:a/b', 'URN:a', `urn:${'x'.repeat(510)}`])('metadata id %j', async (id) => {
+      const msg = await rejection(scope({ metadataId: id }));
+      expect(msg).toContain('spec.metadataId');
+    });
+
+    it.each(['processes/', 'processes/svc-', 'collections/other', 'collections/stations/items', 'processes/a--b',
+      'processes/-a', '/processes/a', 'processes/a.b', `processes/${'a'.repeat(247)}`])('path %j', async (path) => {
+      const msg = await rejection(scope({ path }));
+      expect(msg).toContain('spec.path');
+    });
+
+    it.each([
+      ['sha256 in upper case', (t: TokenRecord) => ({ ...t, hash: t.hash.toUpperCase().replace('SHA256', 'sha256'), id: t.id.toUpperCase() })],
+      ['no prefix', (t: TokenRecord) => ({ ...t, hash: t.hash.slice(7) })],
+      ['a short hash', (t: TokenRecord) => ({ ...t, hash: t.hash.slice(0, 70) })],
+      ['another algorithm', (t: TokenRecord) => ({ ...t, hash: t.hash.replace('sha256', 'sha512') })],
+    ])('a bad hash: %s', async (_label, mutate) => {
+      const msg = await rejection(scope({ topicHierarchy: 'a', tokens: [mutate(token())] }));
+      expect(msg).toContain('spec.tokens[0].hash');
+    });
+
+    it('a bad id', async () => {
+      const msg = await rejection(scope({ topicHierarchy: 'a', tokens: [{ ...token(), id: 'xyz' }] }));
+      expect(msg).toContain('spec.tokens[0].id');
+    });
+
+    it('an id that is not the first 12 hex of the hash', async () => {
+      const t = token();
+      const msg = await rejection(scope({ topicHierarchy: 'a', tokens: [token(), { ...t, id: token().id }] }));
+      expect(msg).toContain('spec.tokens[1].id');
+      expect(msg).toContain('id must be the first 12 hex of hash');
+    });
+
+    it('duplicate token ids', async () => {
+      const t = token();
+      const msg = await rejection(scope({ topicHierarchy: 'a', tokens: [t, token(), { ...t, description: 'again' }] }));
+      expect(msg).toMatch(/spec\.tokens\[2\]: Duplicate value/);
+    });
+
+    it('more than 1000 tokens', async () => {
+      const msg = await rejection(scope({ topicHierarchy: 'a', tokens: Array.from({ length: 1001 }, () => token()) }));
+      expect(msg).toMatch(/spec\.tokens: Too many: 1001: must have at most 1000 items/);
+    });
+
+    it.each([
+      ['id', { id: undefined }],
+      ['hash', { hash: undefined }],
+      ['createdAt', { createdAt: undefined }],
+    ])('a token without %s', async (field, patch) => {
+      const msg = await rejection(scope({ topicHierarchy: 'a', tokens: [{ ...token(), ...patch }] }));
+      expect(msg).toContain(`spec.tokens[0].${field}: Required value`);
+    });
+
+    it.each([
+      ['createdAt', { createdAt: 'yesterday' }],
+      ['expiresAt', { expiresAt: '2027-01-01' }],
+      ['description', { description: 'x'.repeat(257) }],
+    ])('a bad %s', async (field, patch) => {
+      const msg = await rejection(scope({ topicHierarchy: 'a', tokens: [token(patch)] }));
+      expect(msg).toContain(`spec.tokens[0].${field}`);
+    });
+
+    describe('a scope change on update', () => {
+      it.each([
+        ['another topic', { topicHierarchy: 'a.b' }, { topicHierarchy: 'a.c' }],
+        ['topic to path', { topicHierarchy: 'a.b' }, { path: 'collections/stations' }],
+        ['metadata id to topic', { metadataId: 'urn:a:b' }, { topicHierarchy: 'a.b' }],
+        ['another process', { path: 'processes/svc-a' }, { path: 'processes/svc-b' }],
+      ])('%s', async (_label, before, after) => {
+        const name = `ps-immutable-${++counter}`;
+        const tokens = [token()];
+        await create(scope({ ...before, tokens }, name));
+        const current = await objects.getNamespacedCustomObject({ group, version, namespace, plural, name }) as Record<string, unknown>;
+        let message = '';
+        try {
+          await objects.replaceNamespacedCustomObject({ group, version, namespace, plural, name, body: { ...current, spec: { ...after, tokens } } });
+        } catch (e) {
+          const err = e as { code?: number; body?: string };
+          expect(err.code).toBe(422);
+          message = (JSON.parse(err.body ?? '{}') as { message?: string }).message ?? '';
+        }
+        expect(message).toContain('scope is immutable: create a new ProtectedScope');
+        expect(message).toContain('spec');
+        // a JSON merge patch fares no better
+        let patchCode: number | undefined;
+        try {
+          await objects.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { spec: after } },
+            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+        } catch (e) {
+          patchCode = (e as { code?: number }).code;
+        }
+        expect(patchCode).toBe(422);
+      });
+    });
+  });
+
+  describe('kubectl get ps', () => {
+    /** The Table the API server renders for `kubectl get` (what kubectl prints, without needing kubectl). */
+    async function table(): Promise<{ columnDefinitions: { name: string; priority: number }[]; rows: { cells: unknown[] }[] }> {
+      const cluster = kc.getCurrentCluster();
+      if (!cluster) throw new Error('no cluster');
+      const url = new URL(`${cluster.server}/apis/${group}/${version}/namespaces/${namespace}/${plural}?labelSelector=printer%3Dyes`);
+      const opts: import('node:https').RequestOptions = {
+        method: 'GET',
+        hostname: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        headers: { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' },
+      };
+      await kc.applyToHTTPSOptions(opts);
+      return new Promise((ok, fail) => {
+        const req = request(opts, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => { body += c; });
+          res.on('end', () => (res.statusCode === 200 ? ok(JSON.parse(body)) : fail(new Error(`${res.statusCode}: ${body}`))));
+        });
+        req.on('error', fail);
+        req.end();
+      });
+    }
+
+    it('prints Scope, Kind, State, Tokens, Age (and Active, Ready with -o wide)', async () => {
+      const name = `ps-printer-${++counter}`;
+      const body = scope({ topicHierarchy: 'origin.a.wis2.mw-met.data.core', tokens: [token(), token({ expiresAt: '2020-01-01T00:00:00Z' })] }, name);
+      (body.metadata as Record<string, unknown>).labels = { printer: 'yes' };
+      await create(body);
+      await objects.patchNamespacedCustomObjectStatus({
+        group, version, namespace, plural, name,
+        body: {
+          status: {
+            observedGeneration: 1, state: 'Closed', scope: 'origin.a.wis2.mw-met.data.core', kind: 'topicHierarchy', tokens: 2, activeTokens: 1,
+            conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'in snapshot', observedGeneration: 1, lastTransitionTime: '2026-11-21T10:00:00Z' }],
+          },
+        },
+      }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+
+      const t = await table();
+      const columns = t.columnDefinitions.map((c) => c.name);
+      expect(columns).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Active', 'Ready', 'Age']);
+      // kubectl hides priority > 0 columns unless -o wide
+      expect(t.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Age']);
+      expect(t.rows).toHaveLength(1);
+      const cells = t.rows[0]?.cells ?? [];
+      expect(cells.slice(0, 7)).toEqual([name, 'origin.a.wis2.mw-met.data.core', 'topicHierarchy', 'Closed', 2, 1, 'True']);
+      expect(String(cells[7])).toMatch(/^\d+s$/);
+    });
+
+    it('answers to its short name and category in discovery', async () => {
+      const resources = await kc.makeApiClient(k8s.CustomObjectsApi).getAPIResources({ group, version });
+      const ps = resources.resources.find((r) => r.name === plural);
+      expect(ps?.shortNames).toEqual(['ps']);
+      expect(ps?.categories).toEqual(['svc-auth']);
+      expect(ps?.namespaced).toBe(true);
+      expect(resources.resources.map((r) => r.name)).toContain(`${plural}/status`);
+    });
+  });
+});
