@@ -43,7 +43,7 @@ export default async function globalSetup(globalConfig: ProjectConfigLike, proje
   const ci = process.env.CI === 'true';
 
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test', 'controlplane', 'supervisor.ts'),
-    '--state-dir', runDir, '--watch-parent', String(process.pid)], {
+    '--state-dir', runDir, '--watch-parent', String(process.pid), '--remove-state-dir'], {
     cwd: root,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     // Not jest's flags: the supervisor is a plain tsx process.

@@ -3,7 +3,7 @@
 // <state-dir>/kubeconfig, reports over IPC (when it has a parent channel), then holds the control plane until
 // SIGTERM/SIGINT/SIGHUP, or until the process named by --watch-parent is gone.
 //
-//   node --import tsx test/controlplane/supervisor.ts --state-dir DIR [--watch-parent PID] [--helm]
+//   node --import tsx test/controlplane/supervisor.ts --state-dir DIR [--watch-parent PID] [--remove-state-dir] [--helm]
 //
 // It is a process of its own because jest loads globalSetup as CommonJS, outside its module mapper, where our ESM
 // TypeScript (and client-node) cannot be imported; scripts/cluster.ts runs it detached for `cluster up`.
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     try {
       await cp?.stop();
     } finally {
-      rmSync(stateFile, { force: true });
+      rmSync(process.argv.includes('--remove-state-dir') ? stateDir : stateFile, { recursive: true, force: true });
       process.exit(code);
     }
   };
