@@ -19,12 +19,17 @@ export default {
     {
       ...common,
       displayName: 'e2e',
+      testTimeout: 60000,
       testMatch: ['<rootDir>/test/e2e/**/*.test.ts'],
     },
     {
       ...common,
       displayName: 'integration',
-      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      // One real etcd + kube-apiserver per run (test/controlplane), each test in its own namespace.
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/controlplane/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/controlplane/global-setup.ts',
+      globalTeardown: '<rootDir>/test/controlplane/global-teardown.ts',
+      testTimeout: 30000,
     },
   ],
 };
