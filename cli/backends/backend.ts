@@ -1,0 +1,61 @@
+import type { ProtectedScope, Scope } from '../../core/index.js';
+
+/** One ProtectedScope as a backend holds it, with where it lives (for messages): a file, or namespace/name. */
+export interface StoredScope {
+  readonly object: ProtectedScope;
+  readonly location: string;
+}
+
+/**
+ * Computes the objects to write from the objects currently holding a scope (every object whose spec names
+ * it, whatever its name). It returns the new versions of the objects it changes (matched by
+ * metadata.name; a name not among `current` is created) and leaves the others out. It must be pure: a
+ * backend calls it again with fresh objects when a concurrent edit got in first. It may throw a CliError
+ * to refuse the edit, in which case nothing is written. `attempt` is 0 on the first call.
+ */
+export type Mutate = (current: readonly ProtectedScope[], attempt: number) => readonly ProtectedScope[];
+
+export interface UpdateOptions {
+  /** Compute (and, on Kubernetes, have the API server validate) but write nothing. */
+  readonly dryRun?: boolean;
+}
+
+export interface UpdateResult {
+  /** The objects of the scope after the edit (written or, in a dry run, as they would be). */
+  readonly objects: readonly ProtectedScope[];
+  /** The names of the objects written (or that would be). */
+  readonly written: readonly string[];
+}
+
+/**
+ * A place ProtectedScopes live: a Kubernetes namespace or a manifest directory. Edits are
+ * read-modify-write with optimistic concurrency, so concurrent invocations never lose a token.
+ */
+export interface ScopeStore {
+  readonly kind: 'kubernetes' | 'directory';
+  /** For messages: `namespace svc (context kind-svc)` or `directory ./scopes`. */
+  readonly where: string;
+  /** The namespace new objects get (undefined for a directory used without -n). */
+  readonly namespace: string | undefined;
+  /** Every valid ProtectedScope; an invalid one is an error naming it and the field. */
+  list(): Promise<StoredScope[]>;
+  /** The objects holding one scope (usually one: the CLI's deterministic name; hand-written ones too). */
+  get(scope: Scope): Promise<StoredScope[]>;
+  update(scope: Scope, mutate: Mutate, options?: UpdateOptions): Promise<UpdateResult>;
+  close?(): Promise<void>;
+}
+
+/** The global options that choose and configure a backend. */
+export interface StoreOptions {
+  readonly kubeconfig?: string;
+  readonly context?: string;
+  readonly namespace?: string;
+  readonly dir?: string;
+  readonly requestTimeoutMs?: number;
+}
+
+/** Same content, ignoring server-managed fields: lets a backend skip writes that change nothing. */
+export function sameSpec(a: ProtectedScope, b: ProtectedScope): boolean {
+  return JSON.stringify(a.spec) === JSON.stringify(b.spec) && JSON.stringify(a.metadata.labels ?? {}) === JSON.stringify(b.metadata.labels ?? {})
+    && JSON.stringify(a.metadata.annotations ?? {}) === JSON.stringify(b.metadata.annotations ?? {});
+}

@@ -1,0 +1,59 @@
+import { parseScope, SCOPE_FIELD, type Scope, type ScopeKind } from '../../core/index.js';
+import type { ScopeStore } from '../backends/backend.js';
+import { usageError } from '../errors.js';
+import type { Io } from '../io.js';
+
+/** What every command gets: its I/O, a way to open the store (after its own checks), and its name for hints. */
+export interface CommandContext {
+  readonly io: Io;
+  /** e.g. "svc auth add-token", for "(see ... --help)". */
+  readonly commandPath: string;
+  openStore(): Promise<ScopeStore>;
+}
+
+export interface ScopeFlags {
+  readonly topicHierarchy?: string;
+  readonly metadataId?: string;
+  readonly path?: string;
+}
+
+export const FLAG_OF_KIND: Record<ScopeKind, string> = { topic: '--topic-hierarchy', dataset: '--metadata-id', path: '--path' };
+const KIND_OF_OPTION: Record<keyof ScopeFlags, ScopeKind> = { topicHierarchy: 'topic', metadataId: 'dataset', path: 'path' };
+
+/** Exactly one of --topic-hierarchy, --metadata-id, --path, parsed to a canonical scope (slash topics become dotted). */
+export function scopeFromFlags(flags: ScopeFlags, commandPath: string): Scope {
+  const given = (Object.keys(KIND_OF_OPTION) as (keyof ScopeFlags)[]).filter((k) => flags[k] !== undefined);
+  if (given.length === 0) {
+    throw usageError(`a scope is needed: give one of --topic-hierarchy T, --metadata-id M or --path P (see ${commandPath} --help)`);
+  }
+  if (given.length > 1) {
+    throw usageError(`give exactly one scope, not ${given.map((k) => FLAG_OF_KIND[KIND_OF_OPTION[k]]).join(' and ')} (see ${commandPath} --help)`);
+  }
+  const kind = KIND_OF_OPTION[given[0]!];
+  const parsed = parseScope(kind, flags[given[0]!]!);
+  if (!parsed.ok) throw usageError(`${FLAG_OF_KIND[kind]}: ${parsed.error}`);
+  return parsed.value;
+}
+
+/** `--topic-hierarchy a.b`, for hints that show the command to run next. */
+export function scopeArgs(scope: Scope): string {
+  return `${FLAG_OF_KIND[scope.kind]} ${scope.value}`;
+}
+
+/** `topic origin.a.b` in prose. */
+export function scopeLabel(scope: Scope): string {
+  return `${scope.kind} ${scope.value}`;
+}
+
+export function scopeJson(scope: Scope): { kind: ScopeKind; field: string; value: string } {
+  return { kind: scope.kind, field: SCOPE_FIELD[scope.kind], value: scope.value };
+}
+
+/** A token argument; "-" reads it from stdin (keeps it out of shell history and the process list). */
+export async function tokenArgument(raw: string, io: Io): Promise<string> {
+  if (raw !== '-') return raw;
+  const text = await io.readStdin();
+  const token = text.replace(/\r?\n$/, '');
+  if (token.includes('\n')) throw usageError('stdin must hold exactly one token (one line)');
+  return token;
+}

@@ -1,0 +1,75 @@
+import { buildIndex, compileSnapshot, decideForScope, scopeKey, type Decision, type Scope } from '../../core/index.js';
+import { failure } from '../errors.js';
+import { structured } from '../output.js';
+import { scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+
+export interface HasAccessOptions extends ScopeFlags {
+  readonly output: 'text' | 'json' | 'yaml';
+}
+
+export interface AccessAnswer {
+  readonly granted: boolean;
+  readonly outcome: Decision['outcome'];
+  readonly reason: string;
+  /** The closed scopes whose tokens decide (empty when the scope is open). */
+  readonly governing: readonly string[];
+  /** The id of the token checked (never the token), when it could be hashed. */
+  readonly tokenId?: string;
+  /** The scope of the token that granted access. */
+  readonly grantedBy?: string;
+}
+
+/** The decision as the CLI reports it; the wording names scopes and token ids, never the token. */
+export function explain(scope: Scope, decision: Decision): AccessAnswer {
+  const target = scopeKey(scope);
+  if (decision.outcome === 'open') {
+    return { granted: true, outcome: 'open', reason: `${target} is open: no closed scope governs it, so no token is needed`, governing: [] };
+  }
+  if (decision.outcome === 'malformed') return { granted: false, outcome: 'malformed', reason: decision.reason, governing: [] };
+  const governing = decision.governing.map(scopeKey);
+  const by = governing.length === 1 ? governing[0]! : governing.join(' and ');
+  const via = governing.length === 1 && governing[0] === target ? '' : ` (governed by ${by})`;
+  switch (decision.outcome) {
+    case 'granted': {
+      const grantedBy = scopeKey(decision.scope);
+      const reason = grantedBy === target ? `token ${decision.tokenId} is a valid token of ${target}` : `token ${decision.tokenId} is a valid token of ${grantedBy}, which governs ${target}`;
+      return { granted: true, outcome: 'granted', reason, governing, tokenId: decision.tokenId, grantedBy };
+    }
+    case 'no-token':
+      return { granted: false, outcome: 'no-token', reason: `${target} is closed${via} and no token was given`, governing };
+    case 'invalid-token':
+      if (decision.why === 'expired') {
+        return { granted: false, outcome: 'invalid-token', reason: `token ${decision.tokenId} of ${by} has expired`, governing, ...(decision.tokenId ? { tokenId: decision.tokenId } : {}) };
+      }
+      if (decision.why === 'malformed') {
+        return { granted: false, outcome: 'invalid-token', reason: `the token is malformed (not printable ASCII, too long, or an svc_ token whose checksum does not match); ${target} is closed${via}`, governing };
+      }
+      return { granted: false, outcome: 'invalid-token', reason: `the token is not a token of any scope; ${target} is closed${via}`, governing };
+    case 'insufficient-scope':
+      return {
+        granted: false,
+        outcome: 'insufficient-scope',
+        reason: `token ${decision.tokenId} belongs to another scope; ${target} is closed${via} and only ${governing.length === 1 ? 'its' : 'their'} tokens grant access`,
+        governing,
+        tokenId: decision.tokenId,
+      };
+  }
+}
+
+/** The answer svc-auth would give for the scope's own data: the same snapshot compiler and decision. */
+export async function hasAccess(ctx: CommandContext, tokenArg: string, options: HasAccessOptions): Promise<number> {
+  const scope = scopeFromFlags(options, ctx.commandPath);
+  const token = await tokenArgument(tokenArg, ctx.io);
+  const store = await ctx.openStore();
+  const objects = (await store.list()).map((s) => s.object);
+  const snapshot = compileSnapshot(objects);
+  const index = buildIndex(snapshot.generation, snapshot.lines);
+  if (!index.ok) throw failure(`cannot compile the scopes of ${store.where}: ${index.error}`);
+  const answer = explain(scope, decideForScope(index.value, scope, token, ctx.io.now()));
+  if (options.output === 'text') {
+    ctx.io.out(`${answer.granted ? 'granted' : 'denied'}: ${answer.reason}\n`);
+  } else {
+    ctx.io.out(structured(options.output, { scope: scopeJson(scope), ...answer }));
+  }
+  return answer.granted ? 0 : 1;
+}

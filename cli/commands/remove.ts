@@ -1,0 +1,97 @@
+import { hashToken, scopeKey, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, type ProtectedScope, type Scope, type TokenRecord } from '../../core/index.js';
+import type { Mutate } from '../backends/backend.js';
+import { failure, usageError } from '../errors.js';
+import { structured } from '../output.js';
+import { scopeArgs, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+
+/**
+ * Removing tokens edits every object of the scope (the CLI's and hand-written ones). When the last token
+ * goes, the objects stay, with an empty token list: the scope is open, `show` still lists it (Open, 0
+ * tokens), and a GitOps repository keeps a file whose diff shows the tokens leaving. Both backends do
+ * the same; nothing is ever deleted.
+ */
+export interface RemoveOptions extends ScopeFlags {
+  readonly output: 'text' | 'json' | 'yaml';
+}
+
+export interface RemoveTokenOptions extends RemoveOptions {
+  readonly id?: string;
+}
+
+function withTokens(o: ProtectedScope, tokens: readonly TokenRecord[]): ProtectedScope {
+  return { ...o, spec: { ...o.spec, tokens } as ProtectedScope['spec'] };
+}
+
+export function removeAllMutation(): Mutate {
+  return (current) => current.filter((o) => tokensOf(o).length > 0).map((o) => withTokens(o, []));
+}
+
+/** Removes the token with this id from every object of the scope; refuses (on the first look) when none has it. */
+export function removeOneMutation(scope: Scope, match: { id: string; hash?: string }, hint: string): Mutate {
+  const hit = (t: TokenRecord) => (match.hash !== undefined ? t.hash === match.hash : t.id === match.id);
+  return (current, attempt) => {
+    const holders = current.filter((o) => tokensOf(o).some(hit));
+    // On a retry the token may have gone already (a concurrent removal): that is the outcome asked for.
+    if (holders.length === 0 && attempt === 0) {
+      const what = match.hash !== undefined ? `the given token (id ${match.id}) is not a token of ${scopeKey(scope)}` : `no token with id ${match.id} in ${scopeKey(scope)}`;
+      throw failure(`${what}: list the ids with ${hint} (nothing was changed)`);
+    }
+    return holders.map((o) => withTokens(o, tokensOf(o).filter((t) => !hit(t))));
+  };
+}
+
+function remaining(objects: readonly ProtectedScope[]): number {
+  return new Set(objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
+}
+
+function report(ctx: CommandContext, options: RemoveOptions, scope: Scope, where: string, removed: readonly string[], left: number, text: string): void {
+  if (options.output === 'text') {
+    ctx.io.out(`${text}\n`);
+    return;
+  }
+  ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: where, removed, remainingTokens: left, state: left > 0 ? 'Closed' : 'Open' }));
+}
+
+export async function removeTokens(ctx: CommandContext, options: RemoveOptions): Promise<number> {
+  const scope = scopeFromFlags(options, ctx.commandPath);
+  const store = await ctx.openStore();
+  let removed: string[] = [];
+  const mutate = removeAllMutation();
+  const result = await store.update(scope, (current, attempt) => {
+    removed = [...new Set(current.flatMap((o) => tokensOf(o).map((t) => t.id)))].sort();
+    return mutate(current, attempt);
+  });
+  const left = remaining(result.objects);
+  const text =
+    removed.length === 0
+      ? `${scopeLabel(scope)} had no tokens: it is open (${store.where})`
+      : `Removed ${removed.length} token${removed.length === 1 ? '' : 's'} (${removed.join(', ')}) from ${scopeLabel(scope)}: it is open now (${store.where})`;
+  report(ctx, options, scope, store.where, removed, left, text);
+  return 0;
+}
+
+export async function removeToken(ctx: CommandContext, tokenArg: string | undefined, options: RemoveTokenOptions): Promise<number> {
+  const scope = scopeFromFlags(options, ctx.commandPath);
+  if ((tokenArg === undefined) === (options.id === undefined)) {
+    throw usageError(`give the token or --id ID, exactly one of them (see ${ctx.commandPath} --help)`);
+  }
+  let match: { id: string; hash?: string };
+  if (options.id !== undefined) {
+    const id = options.id.trim().toLowerCase();
+    if (!TOKEN_ID_PATTERN.test(id)) throw usageError(`--id: "${options.id}" is not a token id (12 hex characters, as svc auth show lists them)`);
+    match = { id };
+  } else {
+    const hash = hashToken(await tokenArgument(tokenArg!, ctx.io));
+    match = { id: tokenIdOf(hash), hash };
+  }
+  const store = await ctx.openStore();
+  const hint = `${ctx.commandPath.replace(/remove-token$/, 'show')} ${scopeArgs(scope)}`;
+  const result = await store.update(scope, removeOneMutation(scope, match, hint));
+  const left = remaining(result.objects);
+  const text =
+    left > 0
+      ? `Removed token ${match.id} from ${scopeLabel(scope)}: ${left} token${left === 1 ? '' : 's'} remain${left === 1 ? 's' : ''}, it stays closed (${store.where})`
+      : `Removed token ${match.id} from ${scopeLabel(scope)}: it was the last one, the scope is open now (${store.where})`;
+  report(ctx, options, scope, store.where, [match.id], left, text);
+  return 0;
+}

@@ -1,0 +1,103 @@
+import { describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot, svc } from '../test/cli/harness.js';
+
+describe('svc program', () => {
+  it.each([
+    [[]],
+    [['--help']],
+    [['auth', '--help']],
+    [['auth', 'add-token', '--help']],
+    [['auth', 'show', '--help']],
+    [['auth', 'has-access-topic', '--help']],
+    [['auth', 'remove-tokens', '--help']],
+    [['auth', 'remove-token', '--help']],
+    [['completion', '--help']],
+    [['help', 'auth']],
+  ])('help: %j', async (args) => {
+    const r = await svc(args);
+    // Help asked for goes to stdout, exit 0; help shown because a command is missing goes to stderr, exit 2.
+    if (args.length === 0) {
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/error: a command is needed/);
+    } else {
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe('');
+    }
+    expect(r.stdout + r.stderr).toMatchSnapshot();
+  });
+
+  it('svc auth without a command: help on stderr, exit 2', async () => {
+    const r = await svc(['auth']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^Usage: svc auth \[options\] \[command\]/);
+  });
+
+  it('--version prints the package version', async () => {
+    const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    expect(await svc(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  it('as kubectl-svc, help and hints say "kubectl svc"', async () => {
+    const help = await svc(['auth', 'add-token', '--help'], { programName: 'kubectl svc' });
+    expect(help.stdout).toMatch(/^Usage: kubectl svc auth add-token \[options\] \[token\]/);
+    expect(help.stdout).toContain('kubectl svc auth add-token --path processes/svc');
+    const bad = await svc(['auth', 'show', '--nope'], { programName: 'kubectl svc' });
+    expect(bad.stderr).toBe("error: unknown option '--nope' (see kubectl svc auth show --help)\n");
+  });
+
+  it('every usage error is one line that says where to look', async () => {
+    for (const args of [['auth', 'nope'], ['nope'], ['auth', 'show', '-o'], ['completion'], ['completion', 'fish']]) {
+      const r = await svc(args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^error: [^\n]+ \(see svc[a-z -]* --help\)\n$/);
+    }
+  });
+});
+
+describe('svc completion', () => {
+  it.each(['bash', 'zsh'])('%s script, generated from the command tree', async (shell) => {
+    const r = await svc(['completion', shell]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatchSnapshot();
+  });
+
+  it('the bash script is valid bash', async () => {
+    const script = (await svc(['completion', 'bash'])).stdout;
+    const check = spawnSync('bash', ['-n'], { input: script });
+    expect(check.status).toBe(0);
+  });
+
+  /** What bash offers for the words typed so far (the last one is being completed). */
+  const complete = async (words: string[]): Promise<string[]> => {
+    const script = (await svc(['completion', 'bash'])).stdout;
+    const quoted = words.map((w) => `'${w}'`).join(' ');
+    const r = spawnSync('bash', ['-c', `${script}\nCOMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; __svc_complete; printf '%s\\n' "\${COMPREPLY[@]}"`], {
+      encoding: 'utf8',
+      cwd: repoRoot,
+    });
+    expect(r.stderr).toBe('');
+    return r.stdout.split('\n').filter((l) => l.length > 0);
+  };
+
+  it.each([
+    [['svc', ''], ['auth', 'completion']],
+    [['svc', 'auth', 're'], ['remove-tokens', 'remove-token']],
+    [['svc', '--dir', 'x', 'auth', 'sh'], ['show']],
+    [['svc', 'auth', 'show', '-o', ''], ['table', 'text', 'json', 'yaml']],
+    [['svc', 'auth', 'add-token', '--output', 'y'], ['yaml']],
+    [['svc', 'auth', 'remove-token', '--i'], ['--id']],
+    [['svc', 'auth', 'add-token', '--ex'], ['--expires-in', '--expires-at']],
+    [['svc', 'auth', 'show', '--kube'], ['--kubeconfig']],
+    [['svc', 'completion', ''], ['bash', 'zsh']],
+    [['kubectl-svc', 'auth', 'has'], ['has-access-topic']],
+    [['svc', 'auth', 'add-token', '--topic-hierarchy', ''], []],
+    [['svc', '--dir', 'cl'], ['cli']],
+  ])('%j → %j', async (words, expected) => {
+    expect(await complete(words)).toEqual(expected);
+  });
+});

@@ -1,0 +1,243 @@
+import { Argument, Command, CommanderError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
+import type { Io } from './io.js';
+import type { ScopeStore, StoreOptions } from './backends/backend.js';
+import type { CommandContext } from './commands/common.js';
+
+/**
+ * The `svc` command tree. Only commander and this file load for `svc --help`: each command's code, the
+ * store backends, core and (for a cluster) client-node are imported when a command runs.
+ */
+
+interface GlobalOptions {
+  kubeconfig?: string;
+  context?: string;
+  namespace?: string;
+  dir?: string;
+  requestTimeout?: string;
+}
+
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+function version(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++, dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'svc-access-control' && pkg.version) return pkg.version;
+    } catch {
+      // keep walking up
+    }
+  }
+  return 'unknown';
+}
+
+/** `30s`, `2m`, or plain seconds. */
+function parseTimeout(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  const ms = m ? Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 'm' ? 60_000 : 1000) : NaN;
+  if (!(ms > 0)) throw usageError(`--request-timeout: "${text}" is not a duration such as 30s or 2m`);
+  return ms;
+}
+
+function storeOptions(g: GlobalOptions): StoreOptions {
+  if (g.namespace !== undefined && (!NAMESPACE.test(g.namespace) || g.namespace.length > 63)) {
+    throw usageError(`-n/--namespace: "${g.namespace}" is not a namespace name (lowercase letters, digits and "-", at most 63)`);
+  }
+  return {
+    ...(g.kubeconfig !== undefined ? { kubeconfig: g.kubeconfig } : {}),
+    ...(g.context !== undefined ? { context: g.context } : {}),
+    ...(g.namespace !== undefined ? { namespace: g.namespace } : {}),
+    ...(g.dir !== undefined ? { dir: g.dir } : {}),
+    ...(g.requestTimeout !== undefined ? { requestTimeoutMs: parseTimeout(g.requestTimeout) } : {}),
+  };
+}
+
+/** The command's full name as typed, for hints: "svc auth add-token". */
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/**
+ * Commander's own usage errors, as one line that says where to look. An unknown "option" that does not
+ * look like one is probably a token starting with "-": it is not echoed.
+ */
+function usageLine(message: string, cmd: Command): string {
+  let line = message.replace(/\s*\n\s*/g, ' ').trim();
+  line = line.replace(/unknown option '([^']*)'/, (whole, flag: string) =>
+    /^--[a-z][a-z0-9-]{0,40}(=.*)?$/.test(flag) || /^-[A-Za-z]$/.test(flag)
+      ? whole
+      : "unknown option (not shown, in case it is a token; put '--' before a token that starts with '-')",
+  );
+  return `${line} (see ${commandPath(cmd)} --help)\n`;
+}
+
+const scopeOptions = (cmd: Command, what: string) =>
+  cmd
+    .option('--topic-hierarchy <topic>', `${what} a topic hierarchy (dotted, or slash form a/b/c)`)
+    .option('--metadata-id <urn>', `${what} a dataset by metadata identifier (urn:...)`)
+    .option('--path <path>', `${what} a path: processes/<process-id-prefix> or collections/stations`);
+
+const outputOption = (choices: readonly string[], fallback: string) =>
+  new Option('-o, --output <format>', 'output format').choices(choices).default(fallback);
+
+export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+  const name = io.programName;
+  const program = new Command(name);
+  program
+    .description('Token-based access control for the data service: manage the tokens of protected scopes (ProtectedScope objects).')
+    .version(version(), '-V, --version', 'print the version')
+    .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)')
+    .option('--context <name>', 'kubeconfig context to use')
+    .option('-n, --namespace <namespace>', 'namespace of the ProtectedScopes (default: the context\'s)')
+    .option('--dir <dir>', 'use a directory of ProtectedScope manifests instead of a cluster (also $SVC_SCOPES_DIR)')
+    .option('--request-timeout <duration>', 'timeout of each Kubernetes API request, e.g. 30s (default 30s)')
+    .showSuggestionAfterError(true)
+    .exitOverride();
+
+  const run =
+    <A extends unknown[]>(load: () => Promise<(ctx: CommandContext, ...args: A) => Promise<number>>) =>
+    async (...args: unknown[]) => {
+      const cmd = args.at(-1) as Command;
+      const globals = cmd.optsWithGlobals<GlobalOptions>();
+      const ctx: CommandContext = {
+        io,
+        commandPath: commandPath(cmd),
+        openStore: async (): Promise<ScopeStore> => {
+          const { openStore } = await import('./backends/open.js');
+          return openStore(storeOptions(globals), io.env);
+        },
+      };
+      // Validate the global options up front, so a bad one is a usage error even for commands that fail later.
+      storeOptions(globals);
+      const fn = await load();
+      setExit(await fn(ctx, ...(args.slice(0, -1) as A)));
+    };
+
+  const auth = program.command('auth').description('manage the tokens of protected scopes');
+
+  scopeOptions(
+    auth
+      .command('add-token')
+      .description('add a token to a scope (generated when none is given; shown once); the first token closes the scope')
+      .argument('[token]', 'the token to add (printable ASCII, no whitespace, at least 16 characters; "-" reads it from stdin)'),
+    'protect',
+  )
+    .option('--expires-in <duration>', 'expire the token after 30m, 12h, 90d, 2w, ...')
+    .option('--expires-at <time>', 'expire the token at this RFC 3339 time, e.g. 2027-01-01T00:00:00Z')
+    .option('--description <text>', 'what the token is for (shown by show; at most 256 characters)')
+    .option('--dry-run', 'print the resulting object without writing it (with -o yaml|json: the manifest on stdout, the token on stderr)')
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  ${name} auth add-token --path processes/svc                  # execute processes (svc-synop2bufr, svc-csv2bufr)
+  ${name} auth add-token --path collections/stations           # PUT/POST/DELETE on the stations collection
+  ${name} auth add-token --topic-hierarchy origin/a/wis2/mw-met/data/core --expires-in 90d
+  ${name} auth add-token --metadata-id urn:wmo:md:mw-met:surface-weather-observations "$TOKEN"
+  ${name} --dir gitops/scopes auth add-token --topic-hierarchy origin.a.wis2 --description "partner NMHS"
+  ${name} auth add-token --topic-hierarchy origin.a.wis2 --dry-run -o yaml > scope.yaml   # token on stderr`,
+    )
+    .action(run(async () => {
+      const { addToken } = await import('./commands/add-token.js');
+      return (ctx, token: string | undefined, opts) => addToken(ctx, token, opts as Parameters<typeof addToken>[2]);
+    }));
+
+  scopeOptions(auth.command('show').description('list protected scopes: kind, state, token count, token ids, descriptions, expiry (never a token)'), 'only')
+    .addOption(outputOption(['table', 'text', 'json', 'yaml'], 'table'))
+    .action(run(async () => {
+      const { show } = await import('./commands/show.js');
+      return (ctx, opts) => show(ctx, opts as Parameters<typeof show>[1]);
+    }));
+
+  scopeOptions(
+    auth
+      .command('has-access-topic')
+      .description('check whether a token grants access to a scope, as svc-auth decides it (exit 0 granted, 1 denied)')
+      .argument('<token>', 'the token to check ("-" reads it from stdin)'),
+    'check',
+  )
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .action(run(async () => {
+      const { hasAccess } = await import('./commands/has-access.js');
+      return (ctx, token: string, opts) => hasAccess(ctx, token, opts as Parameters<typeof hasAccess>[2]);
+    }));
+
+  scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: the scope opens'), 'open')
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .action(run(async () => {
+      const { removeTokens } = await import('./commands/remove.js');
+      return (ctx, opts) => removeTokens(ctx, opts as Parameters<typeof removeTokens>[1]);
+    }));
+
+  scopeOptions(
+    auth
+      .command('remove-token')
+      .description('remove one token of a scope, given the token or its id; removing the last one opens the scope')
+      .argument('[token]', 'the token to remove ("-" reads it from stdin); or use --id'),
+    'edit',
+  )
+    .option('--id <id>', 'the id of the token to remove (12 hex characters, as show lists them)')
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .action(run(async () => {
+      const { removeToken } = await import('./commands/remove.js');
+      return (ctx, token: string | undefined, opts) => removeToken(ctx, token, opts as Parameters<typeof removeToken>[2]);
+    }));
+
+  program
+    .command('completion')
+    .description('print a shell completion script (bash or zsh) for this command tree')
+    .addArgument(new Argument('<shell>', 'bash or zsh').choices(['bash', 'zsh']))
+    .addHelpText('after', `\nLoad it with:  source <(${name} completion bash)   or   source <(${name} completion zsh)`)
+    .action(async (shell: string) => {
+      const { bashCompletion, zshCompletion } = await import('./completion.js');
+      const names = ['svc', 'kubectl-svc'];
+      io.out(shell === 'zsh' ? zshCompletion(program, names) : bashCompletion(program, names));
+      setExit(EXIT_OK);
+    });
+
+  // Output and one-line usage errors for every command, wherever it sits in the tree.
+  const configure = (cmd: Command) => {
+    cmd.exitOverride().configureOutput({
+      writeOut: (s) => io.out(s),
+      writeErr: (s) => io.err(s),
+      getOutHelpWidth: () => io.columns ?? 80,
+      getErrHelpWidth: () => io.columns ?? 80,
+      getOutHasColors: () => false,
+      getErrHasColors: () => false,
+      outputError: (s, write) => write(usageLine(s, cmd)),
+    });
+    cmd.commands.forEach(configure);
+  };
+  configure(program);
+  return program;
+}
+
+/** Runs the program on argv (without node and script); returns the exit code. Never throws. */
+export async function run(argv: readonly string[], io: Io): Promise<number> {
+  let code = EXIT_OK;
+  const program = buildProgram(io, (c) => (code = c));
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.exitCode === 0) return EXIT_OK; // --help, help <command>, --version
+      // Help shown because a command was missing (`svc`, `svc auth`) is a usage error too.
+      if (e.code === 'commander.help') io.err('error: a command is needed: choose one of the commands listed above\n');
+      return EXIT_USAGE;
+    }
+    if (e instanceof CliError) {
+      io.err(`error: ${e.message}\n`);
+      return e.exitCode;
+    }
+    io.err(`error: ${(e as Error)?.message?.split('\n')[0] ?? String(e)} (unexpected; please report it)\n`);
+    return EXIT_FAILED;
+  }
+}

@@ -1,0 +1,119 @@
+// Helpers for the svc CLI's tests: the program run in-process with a fixed clock, fixed randomness and
+// captured output (so formats can be pinned by snapshots), a real process when exit codes and
+// concurrency matter, and a byte-for-byte picture of a manifest directory.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Io } from '../../cli/io.js';
+import { run } from '../../cli/program.js';
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** 2026-11-21T10:00:00Z: every createdAt in snapshots. */
+export const FIXED_NOW = Date.parse('2026-11-21T10:00:00Z');
+
+export interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  now?: number;
+  env?: Record<string, string | undefined>;
+  stdin?: string;
+  /** Seed of the deterministic "random" bytes: the same seed, the same generated tokens. */
+  seed?: string;
+  programName?: string;
+}
+
+/** Deterministic bytes: sha256(seed, counter); distinct per call, stable per seed. */
+export function fakeRandom(seed = 'svc'): (n: number) => Uint8Array {
+  let counter = 0;
+  return (n) => {
+    const out = Buffer.alloc(n);
+    for (let off = 0; off < n; off += 32) createHash('sha256').update(`${seed}:${counter++}`).digest().copy(out, off);
+    return out;
+  };
+}
+
+export function fakeIo(options: RunOptions = {}): Io & { stdout: string; stderr: string } {
+  const random = fakeRandom(options.seed);
+  const io = {
+    stdout: '',
+    stderr: '',
+    out(text: string) {
+      io.stdout += text;
+    },
+    err(text: string) {
+      io.stderr += text;
+    },
+    env: options.env ?? {},
+    now: () => options.now ?? FIXED_NOW,
+    random,
+    readStdin: async () => options.stdin ?? '',
+    programName: options.programName ?? 'svc',
+  };
+  return io;
+}
+
+/** The program in-process; a fresh fake I/O per call unless one is given. */
+export async function svc(args: readonly string[], options: RunOptions | (Io & { stdout: string; stderr: string }) = {}): Promise<Result> {
+  const io = 'out' in options ? options : fakeIo(options);
+  const before = { out: io.stdout.length, err: io.stderr.length };
+  const code = await run(args, io);
+  return { code, stdout: io.stdout.slice(before.out), stderr: io.stderr.slice(before.err) };
+}
+
+/** The program as a real process (`node --import tsx cli/main.ts`), from the repository root. */
+export function svcProcess(args: readonly string[], options: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number } = {}): Promise<Result> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+      cwd: repoRoot,
+      env: { ...process.env, NODE_OPTIONS: '', SVC_SCOPES_DIR: '', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', fail);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code: code ?? -1, stdout, stderr });
+    });
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+export function tempDir(prefix = 'svc-cli-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Every file of a directory (dotfiles too) with its bytes: compare before and after a failing command. */
+export function dirState(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir).sort()) out[name] = readFileSync(join(dir, name), 'utf8');
+  return out;
+}
+
+/** Every file's text joined: a place to look for leaked tokens. */
+export function allText(dir: string): string {
+  return Object.entries(dirState(dir))
+    .map(([name, text]) => `${name}\n${text}`)
+    .join('\n');
+}
+
+/** Replaces volatile strings (temp paths, namespaces) so snapshots are stable. */
+export function scrub(text: string, replacements: Record<string, string>): string {
+  let out = text;
+  for (const [from, to] of Object.entries(replacements)) out = out.split(from).join(to);
+  return out;
+}

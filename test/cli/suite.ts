@@ -1,0 +1,315 @@
+// The svc auth commands, every flag and output format, run in-process against one backend. The same
+// suite runs on a manifest directory, on the in-memory fake API server (unit) and on a real
+// kube-apiserver (integration), so both backends are held to the same behaviour; outputs are pinned by
+// snapshots with the store's location scrubbed to <store>.
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { hashToken, tokenIdOf, type ProtectedScope } from '../../core/index.js';
+import { FIXED_NOW, svc, type Result, type RunOptions } from './harness.js';
+
+export interface BackendFixture {
+  readonly name: string;
+  /** Makes a fresh, empty store for one test; returns the global flags that select it. */
+  fresh(): Promise<string[]>;
+  /** A comparable picture of the store: bytes of a directory, objects with resourceVersions. */
+  state(): Promise<unknown>;
+  /** The ProtectedScopes as name + spec, sorted by name (for snapshots). */
+  objects(): Promise<{ name: string; spec: unknown }[]>;
+  /** Adds an object the way a person would (a hand-written manifest, kubectl apply). */
+  put(object: ProtectedScope): Promise<void>;
+  /** Everything stored, as text: no token may appear in it. */
+  dump(): Promise<string>;
+  /** The store's location as the CLI names it ("directory /tmp/x", "namespace n (context c)"). */
+  where(): string;
+  /** The namespace of this test's store, if any (scrubbed from snapshots as <namespace>). */
+  namespace?(): string;
+  /** Flags that select this backend but a namespace that does not exist (Kubernetes) or a missing directory. */
+  missingStoreArgs(): string[];
+}
+
+export const TOPIC = 'origin.a.wis2.mw-met.data.core';
+export const T1 = 'token-of-a-b-0000001';
+export const T2 = 'token-of-a-b-c-000002';
+export const T3 = 'token-of-processes-03';
+const HAND_TOKEN = 'hand-written-token-0004';
+const EXPIRED_TOKEN = 'expired-token-000000005';
+
+function record(token: string, extra: { description?: string; createdAt?: string; expiresAt?: string } = {}) {
+  const hash = hashToken(token);
+  return { id: tokenIdOf(hash), hash, ...(extra.description ? { description: extra.description } : {}), createdAt: extra.createdAt ?? '2026-01-01T00:00:00Z', ...(extra.expiresAt ? { expiresAt: extra.expiresAt } : {}) };
+}
+
+export function handWritten(name: string, spec: Record<string, unknown>): ProtectedScope {
+  return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name }, spec: spec as ProtectedScope['spec'] };
+}
+
+export function runSuite(fixture: BackendFixture): void {
+  let globals: string[] = [];
+  const cli = (args: readonly string[], options: RunOptions = {}): Promise<Result> => svc([...globals, ...args], options);
+  const scrub = (text: string) => {
+    const out = text.split(fixture.where()).join('<store>');
+    const ns = fixture.namespace?.();
+    return ns ? out.replace(new RegExp(`\\b${ns}\\b`, 'g'), '<namespace>') : out;
+  };
+  const scrubbed = (r: Result) => ({ code: r.code, stdout: scrub(r.stdout), stderr: scrub(r.stderr) });
+  /** The command must fail with this exit code, one line on stderr, nothing on stdout, the store unchanged. */
+  const refused = async (args: readonly string[], code: 1 | 2, pattern: RegExp, options: RunOptions = {}) => {
+    const before = await fixture.state();
+    const r = await cli(args, options);
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code, stdout: '' });
+    expect(r.stderr).toMatch(/^error: [^\n]+\n$/);
+    expect(r.stderr).toMatch(pattern);
+    expect(await fixture.state()).toEqual(before);
+    return r;
+  };
+
+  /** A small realistic store: CLI-made and hand-written objects, an expired token, an open scope. */
+  const populate = async () => {
+    expect((await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, '--description', 'partner NMHS'], { seed: 'a' })).code).toBe(0);
+    expect((await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, '--expires-in', '90d'], { seed: 'b' })).code).toBe(0);
+    await fixture.put(handWritten('partner-core', { topicHierarchy: TOPIC, tokens: [record(HAND_TOKEN, { description: 'hand-written' })] }));
+    await fixture.put(
+      handWritten('obs-expired', { metadataId: 'urn:wmo:md:mw-met:obs', tokens: [record(EXPIRED_TOKEN, { createdAt: '2025-01-01T00:00:00Z', expiresAt: '2026-01-01T00:00:00Z' })] }),
+    );
+    expect((await cli(['auth', 'add-token', '--path', 'processes/svc', T3])).code).toBe(0);
+    await fixture.put(handWritten('stations-open', { path: 'collections/stations', tokens: [] }));
+  };
+
+  beforeEach(async () => {
+    globals = await fixture.fresh();
+  });
+
+  describe(`add-token (${fixture.name})`, () => {
+    it('generates a token, prints it once with its id, stores only its hash under the deterministic name', async () => {
+      const r = await cli(['auth', 'add-token', '--topic-hierarchy', 'origin/a/wis2/mw-met/data/core']);
+      expect(scrubbed(r)).toMatchSnapshot();
+      const token = /^Token: +(svc_\w+)$/m.exec(r.stdout)![1]!;
+      expect(r.stderr).not.toContain(token);
+      expect(await fixture.objects()).toMatchSnapshot();
+      expect(await fixture.dump()).not.toContain(token);
+      expect(await fixture.dump()).toContain(hashToken(token));
+    });
+
+    it('adds a supplied token with description and --expires-in, -o json; never echoes a supplied token', async () => {
+      const r = await cli(['auth', 'add-token', '--metadata-id', 'urn:wmo:md:mw-met:surface-weather-observations', T1, '--description', 'partner NMHS', '--expires-in', '2w', '-o', 'json']);
+      expect(scrubbed(r)).toMatchSnapshot();
+      expect(r.stdout + r.stderr).not.toContain(T1);
+      expect(await fixture.dump()).not.toContain(T1);
+    });
+
+    it('-o yaml, --expires-at, and a second token closes nothing new (same object, two tokens)', async () => {
+      expect((await cli(['auth', 'add-token', '--path', 'processes/svc', T1])).code).toBe(0);
+      const r = await cli(['auth', 'add-token', '--path', 'processes/svc', '--expires-at', '2027-01-01T12:00:00+01:00', '-o', 'yaml']);
+      expect(scrubbed(r)).toMatchSnapshot();
+      expect(await fixture.objects()).toMatchSnapshot();
+    });
+
+    it('reads the token from stdin with "-"', async () => {
+      const r = await cli(['auth', 'add-token', '--path', 'collections/stations', '-'], { stdin: `${T2}\n` });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`Id:      ${tokenIdOf(hashToken(T2))}`);
+      expect(r.stdout).not.toContain(T2);
+    });
+
+    it('--dry-run -o yaml prints the manifest (token on stderr) and writes nothing', async () => {
+      expect((await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, T1])).code).toBe(0);
+      const before = await fixture.state();
+      const r = await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, '--dry-run', '-o', 'yaml']);
+      expect(scrubbed(r)).toMatchSnapshot();
+      const token = /token (svc_\w+)/.exec(r.stderr)![1]!;
+      expect(r.stdout).not.toContain(token);
+      expect(await fixture.state()).toEqual(before);
+    });
+
+    it('--dry-run -o json and text write nothing either', async () => {
+      const before = await fixture.state();
+      const json = await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, T1, '--dry-run', '-o', 'json']);
+      expect(scrubbed(json)).toMatchSnapshot();
+      const text = await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, '--dry-run']);
+      expect(scrubbed(text)).toMatchSnapshot();
+      expect(await fixture.state()).toEqual(before);
+    });
+
+    it('refuses a token the scope already has (exit 1, unchanged)', async () => {
+      expect((await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, T1])).code).toBe(0);
+      const r = await refused(['auth', 'add-token', '--topic-hierarchy', TOPIC, T1], 1, /already a token of topic:origin/);
+      expect(r.stderr).not.toContain(T1);
+    });
+
+    it('also when the token sits in a hand-written object of the same scope', async () => {
+      await fixture.put(handWritten('hand', { topicHierarchy: TOPIC, tokens: [record(T1)] }));
+      await refused(['auth', 'add-token', '--topic-hierarchy', TOPIC, T1], 1, /already a token .* in hand\)/);
+    });
+  });
+
+  describe(`show (${fixture.name})`, () => {
+    it.each(['table', 'text', 'json', 'yaml'])('-o %s: scopes merged across objects, never a token', async (format) => {
+      await populate();
+      const r = await cli(['auth', 'show', '-o', format]);
+      expect(r.code).toBe(0);
+      expect(scrubbed(r)).toMatchSnapshot();
+      for (const t of [T3, HAND_TOKEN, EXPIRED_TOKEN, hashToken(T3)]) expect(r.stdout).not.toContain(t);
+    });
+
+    it('table is the default; a scope flag narrows it, an unknown scope shows as open', async () => {
+      await populate();
+      const all = await cli(['auth', 'show']);
+      expect(all.stdout).toBe((await cli(['auth', 'show', '-o', 'table'])).stdout);
+      expect(scrubbed(await cli(['auth', 'show', '--topic-hierarchy', 'origin/a/wis2/mw-met/data/core']))).toMatchSnapshot();
+      expect(scrubbed(await cli(['auth', 'show', '--metadata-id', 'urn:x:never-protected', '-o', 'json']))).toMatchSnapshot();
+    });
+
+    it('says so when nothing is protected', async () => {
+      expect(scrubbed(await cli(['auth', 'show']))).toEqual({ code: 0, stdout: '', stderr: 'No protected scopes in <store>: everything is open.\n' });
+      expect(JSON.parse((await cli(['auth', 'show', '-o', 'json'])).stdout)).toEqual({ store: fixture.where(), scopes: [] });
+    });
+  });
+
+  describe(`has-access-topic (${fixture.name})`, () => {
+    beforeEach(async () => {
+      for (const [flag, scope, token] of [
+        ['--topic-hierarchy', 'a.b', T1],
+        ['--topic-hierarchy', 'a.b.c.x', T2],
+        ['--path', 'processes/svc', T3],
+      ] as const) {
+        expect((await cli(['auth', 'add-token', flag, scope, token])).code).toBe(0);
+      }
+      await fixture.put(handWritten('expired', { metadataId: 'urn:wmo:md:x', tokens: [record(EXPIRED_TOKEN, { expiresAt: '2026-01-01T00:00:00Z' })] }));
+    });
+
+    it.each([
+      ['own scope', ['--topic-hierarchy', 'a.b', T1], 0],
+      ['open child of a closed topic uses the parent\'s tokens', ['--topic-hierarchy', 'a/b/c/d', T1], 0],
+      ['the closed child governs: the parent\'s token no longer grants', ['--topic-hierarchy', 'a.b.c.x.y', T1], 1],
+      ['an open scope needs no token', ['--topic-hierarchy', 'z.y', T1], 0],
+      ['a process under processes/svc', ['--path', 'processes/svc-synop2bufr', T3], 0],
+      ['another scope\'s token', ['--path', 'processes/svc-csv2bufr', T1], 1],
+      ['unknown token', ['--topic-hierarchy', 'a.b', 'not-a-known-token-at-all'], 1],
+      ['expired token', ['--metadata-id', 'urn:wmo:md:x:child', EXPIRED_TOKEN], 1],
+      ['malformed token', ['--topic-hierarchy', 'a.b', 'svc_not-a-real-checksum'], 1],
+    ])('%s', async (_name, args, code) => {
+      const r = await cli(['auth', 'has-access-topic', ...(args as string[])]);
+      expect(r.code).toBe(code);
+      expect(r.stdout).toMatch(code === 0 ? /^granted: [^\n]+\n$/ : /^denied: [^\n]+\n$/);
+      expect(r.stdout).toMatchSnapshot();
+      expect(r.stdout).not.toContain((args as string[])[2]);
+    });
+
+    it.each(['json', 'yaml'])('-o %s', async (format) => {
+      const granted = await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'a.b.c', T1, '-o', format]);
+      const denied = await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'a.b.c.x', T1, '-o', format]);
+      expect([granted.code, denied.code]).toEqual([0, 1]);
+      expect(granted.stdout + denied.stdout).toMatchSnapshot();
+    });
+
+    it('reads the token from stdin with "-"', async () => {
+      expect((await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'a.b', '-'], { stdin: `${T1}\n` })).code).toBe(0);
+    });
+  });
+
+  describe(`remove-tokens (${fixture.name})`, () => {
+    it('removes every token from every object of the scope; the objects stay, empty: the scope is open', async () => {
+      await populate();
+      const r = await cli(['auth', 'remove-tokens', '--topic-hierarchy', TOPIC]);
+      expect(scrubbed(r)).toMatchSnapshot();
+      expect(await fixture.objects()).toMatchSnapshot();
+      expect((await cli(['auth', 'has-access-topic', '--topic-hierarchy', TOPIC, 'anything-at-all-0001'])).code).toBe(0);
+    });
+
+    it.each(['json', 'yaml'])('-o %s, and an already open scope is not an error', async (format) => {
+      expect((await cli(['auth', 'add-token', '--metadata-id', 'urn:a:b', T1])).code).toBe(0);
+      expect(scrubbed(await cli(['auth', 'remove-tokens', '--metadata-id', 'urn:a:b', '-o', format]))).toMatchSnapshot();
+      const before = await fixture.state();
+      expect(scrubbed(await cli(['auth', 'remove-tokens', '--metadata-id', 'urn:a:b', '-o', format]))).toMatchSnapshot();
+      expect(await fixture.state()).toEqual(before);
+    });
+  });
+
+  describe(`remove-token (${fixture.name})`, () => {
+    it('by id, then by token: the last one opens the scope', async () => {
+      expect((await cli(['auth', 'add-token', '--path', 'processes/svc', T1])).code).toBe(0);
+      expect((await cli(['auth', 'add-token', '--path', 'processes/svc', T2])).code).toBe(0);
+      const byId = await cli(['auth', 'remove-token', '--path', 'processes/svc', '--id', tokenIdOf(hashToken(T1))]);
+      expect(scrubbed(byId)).toMatchSnapshot();
+      expect((await cli(['auth', 'has-access-topic', '--path', 'processes/svc', T2])).code).toBe(0);
+      expect((await cli(['auth', 'has-access-topic', '--path', 'processes/svc', T1])).code).toBe(1);
+      const byToken = await cli(['auth', 'remove-token', '--path', 'processes/svc', T2, '-o', 'json']);
+      expect(scrubbed(byToken)).toMatchSnapshot();
+      expect(byToken.stdout).not.toContain(T2);
+      expect(await fixture.objects()).toMatchSnapshot();
+    });
+
+    it('removes the token from hand-written objects of the scope too, -o yaml', async () => {
+      await fixture.put(handWritten('hand-a', { topicHierarchy: 'a.b', tokens: [record(T1), record(T2)] }));
+      await fixture.put(handWritten('hand-b', { topicHierarchy: 'a.b', tokens: [record(T1)] }));
+      expect(scrubbed(await cli(['auth', 'remove-token', '--topic-hierarchy', 'a.b', '--id', tokenIdOf(hashToken(T1)), '-o', 'yaml']))).toMatchSnapshot();
+      expect(await fixture.objects()).toMatchSnapshot();
+    });
+
+    it('refuses an unknown id or token (exit 1) and a malformed id (exit 2), store unchanged', async () => {
+      expect((await cli(['auth', 'add-token', '--path', 'processes/svc', T1])).code).toBe(0);
+      await refused(['auth', 'remove-token', '--path', 'processes/svc', '--id', '0123456789ab'], 1, /no token with id 0123456789ab in path:processes\/svc: list the ids with svc auth show --path processes\/svc/);
+      const r = await refused(['auth', 'remove-token', '--path', 'processes/svc', T2], 1, /the given token \(id [0-9a-f]{12}\) is not a token of path:processes\/svc/);
+      expect(r.stderr).not.toContain(T2);
+      await refused(['auth', 'remove-token', '--path', 'processes/svc', '--id', 'xyz'], 2, /--id: "xyz" is not a token id/);
+      await refused(['auth', 'remove-token', '--path', 'processes/svc'], 2, /give the token or --id ID/);
+      await refused(['auth', 'remove-token', '--path', 'processes/svc', T1, '--id', tokenIdOf(hashToken(T1))], 2, /give the token or --id ID/);
+    });
+  });
+
+  describe(`bad input leaves the store unchanged (${fixture.name})`, () => {
+    beforeEach(async () => {
+      expect((await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, T1])).code).toBe(0);
+    });
+
+    it.each([
+      ['invalid topic', ['auth', 'add-token', '--topic-hierarchy', 'a..b'], /--topic-hierarchy: invalid topic hierarchy/],
+      ['invalid URN', ['auth', 'add-token', '--metadata-id', 'wmo:md:x'], /--metadata-id: invalid metadata id/],
+      ['invalid path', ['auth', 'add-token', '--path', 'processes/'], /--path: invalid path/],
+      ['path outside the known ones', ['auth', 'remove-tokens', '--path', 'collections/other'], /--path: invalid path/],
+      ['short token', ['auth', 'add-token', '--path', 'processes/svc', 'short'], /invalid token: a token must be at least 16 characters/],
+      ['token with whitespace', ['auth', 'add-token', '--path', 'processes/svc', 'has white space in it'], /printable ASCII without whitespace/],
+      ['svc_ token with a bad checksum', ['auth', 'add-token', '--path', 'processes/svc', 'svc_0000000000000000000000000000000000000000000000000'], /checksum/],
+      ['two scope flags', ['auth', 'add-token', '--path', 'processes/svc', '--topic-hierarchy', 'a'], /give exactly one scope, not --topic-hierarchy and --path \(see svc auth add-token --help\)/],
+      ['no scope flag', ['auth', 'remove-tokens'], /a scope is needed: give one of --topic-hierarchy T, --metadata-id M or --path P \(see svc auth remove-tokens --help\)/],
+      ['no scope flag for a check', ['auth', 'has-access-topic', T1], /a scope is needed/],
+      ['both expiries', ['auth', 'add-token', '--path', 'processes/svc', '--expires-in', '1d', '--expires-at', '2030-01-01T00:00:00Z'], /not both/],
+      ['bad duration', ['auth', 'add-token', '--path', 'processes/svc', '--expires-in', '90'], /--expires-in: "90" is not a duration/],
+      ['expiry in the past', ['auth', 'add-token', '--path', 'processes/svc', '--expires-at', '2026-11-21T09:59:59Z'], /is not in the future/],
+      ['not RFC 3339', ['auth', 'add-token', '--path', 'processes/svc', '--expires-at', 'tomorrow'], /not an RFC 3339 time/],
+      ['long description', ['auth', 'add-token', '--path', 'processes/svc', '--description', 'x'.repeat(257)], /at most 256 characters/],
+      ['unknown option', ['auth', 'add-token', '--path', 'processes/svc', '--bogus'], /unknown option '--bogus' \(see svc auth add-token --help\)/],
+      ['a token-looking unknown option is not echoed', ['auth', 'add-token', '--path', 'processes/svc', '-Xsecret-looking-token'], /not shown, in case it is a token/],
+      ['missing option value', ['auth', 'add-token', '--topic-hierarchy'], /argument missing \(see svc auth add-token --help\)/],
+      ['bad output format', ['auth', 'show', '-o', 'xml'], /Allowed choices are table, text, json, yaml\. \(see svc auth show --help\)/],
+      ['too many arguments', ['auth', 'remove-tokens', '--path', 'processes/svc', 'extra'], /too many arguments/],
+      ['unknown command', ['auth', 'add-tokens'], /unknown command 'add-tokens' \(Did you mean add-token\?\) \(see svc auth --help\)/],
+      ['missing token argument', ['auth', 'has-access-topic', '--path', 'processes/svc'], /missing required argument 'token'/],
+      ['bad namespace name', ['-n', 'Not_A_Namespace', 'auth', 'show'], /-n\/--namespace: "Not_A_Namespace" is not a namespace name/],
+      ['bad request timeout', ['--request-timeout', 'soon', 'auth', 'show'], /--request-timeout: "soon" is not a duration/],
+    ])('%s: exit 2', async (_name, args, pattern) => {
+      const r = await refused(args as string[], 2, pattern as RegExp);
+      expect(r.stderr).not.toContain('secret-looking');
+    });
+
+    it('a store that is not there: exit 1 with what to do', async () => {
+      const before = await fixture.state();
+      const r = await svc([...fixture.missingStoreArgs(), 'auth', 'add-token', '--topic-hierarchy', TOPIC, T2]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^error: [^\n]*(not found|does not exist)[^\n]*\n$/);
+      expect(await fixture.state()).toEqual(before);
+      expect((await svc([...fixture.missingStoreArgs(), 'auth', 'show'])).code).toBe(1);
+    });
+
+    it('global flags work before and after the subcommand', async () => {
+      const after = await svc(['auth', 'show', '-o', 'json', ...globals]);
+      const before = await svc([...globals, 'auth', 'show', '-o', 'json']);
+      expect(after).toEqual(before);
+      expect(after.code).toBe(0);
+    });
+  });
+
+  it(`createdAt uses the clock (${fixture.name})`, async () => {
+    const r = await cli(['auth', 'add-token', '--path', 'processes/svc', T1, '-o', 'json'], { now: FIXED_NOW + 3_600_500 });
+    expect(JSON.parse(r.stdout).createdAt).toBe('2026-11-21T11:00:00Z');
+  });
+}
