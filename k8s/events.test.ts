@@ -56,3 +56,17 @@ describe('eventName', () => {
     expect(eventName('x', 1)).not.toBe(eventName('x', 1));
   });
 });
+
+describe('EventRecorder rate limit', () => {
+  it('sends a burst at once, then at the sustained rate', async () => {
+    const times: number[] = [];
+    const r = new EventRecorder({ create: async () => void times.push(Date.now()) }, { reportingController: 'c', reportingInstance: 'i', qps: 50, burst: 3, concurrency: 4 });
+    const t0 = Date.now();
+    for (let i = 0; i < 6; i++) r.emit(ref, 'Normal', 'X', String(i));
+    await r.flush();
+    expect(times).toHaveLength(6);
+    expect(times[2]! - t0).toBeLessThan(15);
+    // 3 more at 50/s take at least ~40 ms after the burst.
+    expect(times[5]! - t0).toBeGreaterThanOrEqual(50);
+  });
+});

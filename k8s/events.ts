@@ -37,6 +37,9 @@ export interface EventRecorderOptions {
   readonly reportingInstance: string;
   readonly maxQueue?: number;
   readonly concurrency?: number;
+  /** Sustained events per second and burst (a token bucket): Events must not crowd out the real writes. */
+  readonly qps?: number;
+  readonly burst?: number;
   readonly onDropped?: (e: EventRecord) => void;
   readonly onError?: (err: unknown, e: EventRecord) => void;
   readonly now?: () => number;
@@ -48,11 +51,33 @@ export class EventRecorder {
   private idle: (() => void)[] = [];
   private _dropped = 0;
   private _sent = 0;
+  private tokens: number;
+  private refilledAt: number;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly now: () => number;
 
   constructor(
     private readonly sink: EventSink,
     private readonly opts: EventRecorderOptions,
-  ) {}
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.tokens = opts.burst ?? 100;
+    this.refilledAt = this.now();
+  }
+
+  /** Takes a token from the bucket, or says how long until one is there. */
+  private take(): number {
+    const qps = this.opts.qps ?? 20;
+    const burst = this.opts.burst ?? 100;
+    const now = this.now();
+    this.tokens = Math.min(burst, this.tokens + ((now - this.refilledAt) / 1000) * qps);
+    this.refilledAt = now;
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil(((1 - this.tokens) / qps) * 1000);
+  }
 
   get dropped(): number {
     return this._dropped;
@@ -63,7 +88,7 @@ export class EventRecorder {
   }
 
   emit(regarding: ObjectReference, type: EventType, reason: string, note: string, action = 'Reconcile'): void {
-    const record: EventRecord = { regarding, type, reason, action, note: note.slice(0, 1024), time: new Date((this.opts.now ?? Date.now)()) };
+    const record: EventRecord = { regarding, type, reason, action, note: note.slice(0, 1024), time: new Date(this.now()) };
     if (this.queue.length >= (this.opts.maxQueue ?? 1000)) {
       this._dropped++;
       this.opts.onDropped?.(record);
@@ -81,6 +106,16 @@ export class EventRecorder {
 
   private pump(): void {
     while (this.active < (this.opts.concurrency ?? 2) && this.queue.length > 0) {
+      if (this.timer) return;
+      const wait = this.take();
+      if (wait > 0) {
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          this.pump();
+        }, wait);
+        this.timer.unref?.();
+        return;
+      }
       const record = this.queue.shift()!;
       this.active++;
       this.sink

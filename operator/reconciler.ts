@@ -1,9 +1,9 @@
-import { API_GROUP_VERSION, KIND, compileSnapshot, shardSnapshot, type ProtectedScope } from '../core/index.js';
+import { API_GROUP_VERSION, KIND, shardSnapshot, type ProtectedScope } from '../core/index.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
 import type { ScopeStatusClient } from '../k8s/scopes.js';
 import type { ProcessResult } from './queue.js';
 import { NotLeaderError, pool, type SnapshotWriter } from './snapshot-writer.js';
-import { computeDesired, statusEquals, statusPatch, type ScopeStatus } from './status.js';
+import { Compiler, statusEquals, statusPatch, type ScopeStatus } from './status.js';
 import type { OperatorMetrics } from './metrics.js';
 
 /**
@@ -50,6 +50,10 @@ export interface ReconcileReport {
   readonly deleted: number;
   readonly statusPatched: number;
   readonly events: number;
+  /** Phase times: compile (assess, compile, shard), snapshot writes, status patches. */
+  readonly compileMs: number;
+  readonly writeMs: number;
+  readonly statusMs: number;
 }
 
 /** Slack after an expiry instant before reconciling, so the token is past it by then. */
@@ -61,6 +65,7 @@ export class Reconciler {
   /** Scope states as last published, with an object to attach an Event to. */
   private scopeStates = new Map<string, { state: 'Open' | 'Closed'; ref: ObjectReference }>();
   private readonly now: () => number;
+  private readonly compiler = new Compiler();
   private _lastReport: ReconcileReport | undefined;
   private _lastSuccessAt = 0;
 
@@ -110,10 +115,14 @@ export class Reconciler {
   private async reconcileOnce(nowMs: number): Promise<ProcessResult> {
     const { opts } = this;
     const objects = opts.scopes();
-    const compiled = computeDesired(objects, nowMs);
-    const snapshot = compileSnapshot(compiled.included);
+    const { compiled, snapshot } = this.compiler.compile(objects, nowMs);
     const { index, shards } = shardSnapshot(snapshot, opts.shardMaxBytes);
+    const compiledAt = this.now();
     const outcome = await opts.writer.write(index, shards);
+    const writtenAt = this.now();
+    // From here on our own status echoes are expected: the informer predicate compares against these.
+    this.lastDesired.clear();
+    for (const [name, d] of compiled.desired) this.lastDesired.set(name, d.status);
 
     // Statuses and events describe what is now published.
     const byName = new Map(objects.map((o) => [o.metadata.name, o]));
@@ -181,8 +190,7 @@ export class Reconciler {
     });
 
     this.scopeStates = nextStates;
-    this.lastDesired.clear();
-    for (const [name, d] of compiled.desired) this.lastDesired.set(name, d.status);
+    const patchedAt = this.now();
 
     // Metrics.
     const m = opts.metrics;
@@ -212,6 +220,9 @@ export class Reconciler {
       deleted: outcome.deleted,
       statusPatched,
       events,
+      compileMs: compiledAt - nowMs,
+      writeMs: writtenAt - compiledAt,
+      statusMs: patchedAt - writtenAt,
     };
     this._lastSuccessAt = this.now();
     if (outcome.shardsWritten > 0 || outcome.indexWritten || outcome.deleted > 0 || statusPatched > 0) {

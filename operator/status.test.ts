@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { compileSnapshot, hashToken, tokenIdOf, type ProtectedScope, type TokenRecord } from '../core/index.js';
-import { PLACEHOLDER_HASH, assess, computeDesired, statusEquals, statusPatch, type ScopeStatus } from './status.js';
+import { Compiler, PLACEHOLDER_HASH, assess, computeDesired, statusEquals, statusPatch, type ScopeStatus } from './status.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 
@@ -103,5 +103,50 @@ describe('statusEquals / statusPatch', () => {
     const p = statusPatch({ conditions: base.conditions! });
     expect(p).toMatchObject({ scope: null, state: null, mergedWith: null });
     expect(statusPatch({ ...base, mergedWith: ['x'] }).mergedWith).toEqual(['x']);
+  });
+});
+
+describe('Compiler (incremental)', () => {
+  const fcScopes = ['a', 'a.b', 'b', 'c.d.e'];
+  it('produces exactly what compileSnapshot produces over the whole namespace, through any sequence of edits', async () => {
+    const fc = (await import('fast-check')).default;
+    const edit = fc.record({
+      name: fc.constantFrom('o1', 'o2', 'o3', 'o4', 'o5'),
+      scope: fc.constantFrom(...fcScopes),
+      kind: fc.constantFrom('topicHierarchy', 'metadataId'),
+      tokens: fc.array(fc.record({ secret: fc.constantFrom('s1-0123456789abcdef', 's2-0123456789abcdef', 's3-0123456789abcdef'), exp: fc.option(fc.constantFrom('2026-11-21T11:00:00Z', '2027-01-01T00:00:00Z'), { nil: undefined }) }), { maxLength: 3 }),
+      remove: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(edit, { minLength: 1, maxLength: 25 }), (edits) => {
+        const compiler = new Compiler();
+        const state = new Map<string, ProtectedScope>();
+        let generation = 0;
+        for (const e of edits) {
+          if (e.remove) state.delete(e.name);
+          else {
+            const tokens = [...new Map(e.tokens.map((t) => [t.secret, token(t.secret, t.exp)])).values()];
+            const value = e.kind === 'metadataId' ? `urn:x:${e.scope}` : e.scope;
+            state.set(e.name, ps(e.name, { [e.kind]: value, tokens }, { generation: ++generation, uid: `u-${e.name}` }));
+          }
+          const objects = [...state.values()];
+          const { snapshot, compiled } = compiler.compile(objects, NOW);
+          const whole = compileSnapshot(objects);
+          expect(snapshot).toEqual(whole);
+          expect(compiled.desired.size).toBe(objects.length);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('reuses per-object work while the generation is unchanged', () => {
+    const compiler = new Compiler();
+    const a = ps('a', { topicHierarchy: 'a', tokens: [token('tok-one-0123456789')] }, { uid: 'u1', generation: 1 });
+    const first = compiler.compile([a], NOW);
+    const withStatus = { ...a, status: { state: 'Closed' as const } };
+    const second = compiler.compile([withStatus], NOW);
+    expect(second.compiled.assessments[0]).toBe(first.compiled.assessments[0]);
+    expect(second.snapshot.generation).toBe(first.snapshot.generation);
   });
 });

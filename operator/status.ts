@@ -2,10 +2,11 @@ import {
   HASH_PATTERN,
   SCOPE_FIELD,
   checkScope,
+  compareScopes,
+  compileSnapshot,
   formatFieldErrors,
-  groupByScope,
+  generationOf,
   isDateTime,
-  isExpired,
   scopeKey,
   scopeOf,
   tokensOf,
@@ -14,6 +15,7 @@ import {
   type FieldError,
   type ProtectedScope,
   type Scope,
+  type Snapshot,
   type TokenRecord,
 } from '../core/index.js';
 
@@ -92,7 +94,7 @@ export interface Desired {
 }
 
 export interface Compiled {
-  /** Objects as they go into compileSnapshot. */
+  /** Objects as they go into compileSnapshot (tokens sanitized). */
   readonly included: ProtectedScope[];
   readonly assessments: Assessment[];
   readonly desired: Map<string, Desired>;
@@ -104,83 +106,188 @@ export interface Compiled {
   readonly nextExpiryMs?: number;
 }
 
+/** What the compiler keeps of one object between reconciles: everything that depends on its spec only. */
+interface ObjectEntry {
+  readonly cacheKey: string;
+  readonly assessment: Assessment;
+  readonly scopeKey?: string;
+  readonly tokenCount: number;
+  readonly noExpiry: number;
+  /** Expiry instants (ms), ascending. */
+  readonly expiries: readonly number[];
+}
+
+interface GroupEntry {
+  readonly signature: string;
+  readonly scope: Scope;
+  /** The group's canonical snapshot line (absent when the scope is open), from core's compileSnapshot. */
+  readonly line?: string;
+  readonly tokens: number;
+}
+
 /**
- * Assesses all objects of the namespace and computes each one's desired status at nowMs. lastTransitionTime
- * comes from the object's current Ready condition when its status is unchanged, else nowMs.
+ * Compiles a namespace incrementally: an object is assessed (validated, sanitized) once per generation and a
+ * scope's snapshot line is compiled (by core's compileSnapshot, on that scope's objects alone) once per change
+ * of its objects, so a one-object change costs one assessment and one line, not 10,000. The lines are then put
+ * in canonical order and hashed exactly as compileSnapshot would over the whole namespace (a unit test holds
+ * the two equal).
  */
-export function computeDesired(objects: readonly ProtectedScope[], nowMs: number): Compiled {
-  const assessments = objects.map(assess);
-  const included = assessments.flatMap((a) => (a.compiled ? [a.compiled] : []));
-  const groups = groupByScope(included);
-  const scopeStates = new Map<string, 'Open' | 'Closed'>();
-  const scopeObjects = new Map<string, string[]>();
-  for (const [key, group] of groups) {
-    scopeStates.set(key, group.some((o) => tokensOf(o).length > 0) ? 'Closed' : 'Open');
-    scopeObjects.set(key, group.map((o) => o.metadata.name).sort());
-  }
-  let nextExpiryMs: number | undefined;
-  const desired = new Map<string, Desired>();
-  const nowIso = new Date(nowMs).toISOString();
-  for (const a of assessments) {
-    const generation = a.obj.metadata?.generation;
-    const previousReady = a.obj.status?.conditions?.find((c) => c.type === READY);
-    const ready = (status: Condition['status'], reason: string, message: string): Condition => {
-      // As meta.SetStatusCondition: the transition time moves only when the condition's status does.
-      const same = previousReady !== undefined && previousReady.status === status;
-      return {
-        type: READY,
-        status,
-        reason,
-        message,
-        ...(generation !== undefined ? { observedGeneration: generation } : {}),
-        lastTransitionTime: same && previousReady?.lastTransitionTime ? previousReady.lastTransitionTime : nowIso,
-      };
-    };
-    if (!a.compiled || !a.scope) {
-      desired.set(a.name, {
-        name: a.name,
-        status: {
-          ...(generation !== undefined ? { observedGeneration: generation } : {}),
-          conditions: [ready('False', 'Invalid', `left out of the snapshot: ${formatFieldErrors(a.errors)}`.slice(0, 2000))],
-        },
-      });
-      continue;
+export class Compiler {
+  private objects = new Map<string, ObjectEntry>();
+  private groups = new Map<string, GroupEntry>();
+
+  compile(objects: readonly ProtectedScope[], nowMs: number): { compiled: Compiled; snapshot: Snapshot } {
+    // 1. Per-object entries, reused while uid and generation are unchanged (status patches do not bump generation).
+    const nextObjects = new Map<string, ObjectEntry>();
+    for (const o of objects) {
+      const name = o.metadata?.name ?? '';
+      const cacheKey = objectCacheKey(o);
+      const cached = this.objects.get(name);
+      nextObjects.set(name, cached && cached.cacheKey === cacheKey ? cached : entryFor(o, cacheKey));
     }
-    const key = scopeKey(a.scope);
-    const tokens = tokensOf(a.compiled);
-    let active = 0;
-    for (const t of tokens) {
-      if (isExpired(t, nowMs)) continue;
-      active++;
-      if (t.expiresAt !== undefined) {
-        const at = Date.parse(t.expiresAt);
-        if (nextExpiryMs === undefined || at < nextExpiryMs) nextExpiryMs = at;
+    this.objects = nextObjects;
+
+    // 2. Groups by scope; a group's line is recompiled only when its set of object versions changed.
+    const members = new Map<string, { scope: Scope; entries: ObjectEntry[] }>();
+    for (const e of nextObjects.values()) {
+      if (!e.scopeKey) continue;
+      const m = members.get(e.scopeKey);
+      if (m) m.entries.push(e);
+      else members.set(e.scopeKey, { scope: e.assessment.scope!, entries: [e] });
+    }
+    const nextGroups = new Map<string, GroupEntry>();
+    for (const [key, { scope, entries }] of members) {
+      entries.sort((a, b) => (a.assessment.name < b.assessment.name ? -1 : a.assessment.name > b.assessment.name ? 1 : 0));
+      const signature = entries.map((e) => e.cacheKey).join('\n');
+      const cached = this.groups.get(key);
+      if (cached && cached.signature === signature) {
+        nextGroups.set(key, cached);
+        continue;
       }
+      const part = compileSnapshot(entries.map((e) => e.assessment.compiled!));
+      nextGroups.set(key, { signature, scope, ...(part.lines[0] !== undefined ? { line: part.lines[0] } : {}), tokens: part.tokenCount });
     }
-    const state = scopeStates.get(key) ?? 'Open';
-    const others = (scopeObjects.get(key) ?? []).filter((n) => n !== a.name);
-    const summary = `scope ${state}; this object has ${tokens.length} token${tokens.length === 1 ? '' : 's'} (${active} active)`;
-    const merged = others.length > 0 ? `; merged with ${others.length} other object${others.length === 1 ? '' : 's'} for the same scope` : '';
-    const condition =
-      a.errors.length === 0
-        ? ready('True', 'Compiled', `${summary}${merged}`)
-        : ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary}${merged})`.slice(0, 2000));
-    desired.set(a.name, {
-      name: a.name,
-      scopeKey: key,
+    this.groups = nextGroups;
+
+    // 3. The snapshot: closed scopes' lines in canonical (compareScopes) order.
+    const closed = [...nextGroups.values()].filter((g) => g.line !== undefined).sort((a, b) => compareScopes(a.scope, b.scope));
+    const lines = closed.map((g) => g.line!);
+    const snapshot: Snapshot = { generation: generationOf(lines), scopeCount: lines.length, tokenCount: closed.reduce((n, g) => n + g.tokens, 0), lines };
+
+    // 4. Desired statuses (these depend on the clock and on the current object, so they are not cached).
+    const scopeStates = new Map<string, 'Open' | 'Closed'>();
+    const scopeObjects = new Map<string, string[]>();
+    for (const [key, { entries }] of members) {
+      scopeStates.set(key, entries.some((e) => e.tokenCount > 0) ? 'Closed' : 'Open');
+      scopeObjects.set(key, entries.map((e) => e.assessment.name));
+    }
+    let nextExpiryMs: number | undefined;
+    const desired = new Map<string, Desired>();
+    const nowIso = new Date(nowMs).toISOString();
+    for (const o of objects) {
+      const e = nextObjects.get(o.metadata?.name ?? '')!;
+      const { active, next } = activeAt(e, nowMs);
+      if (next !== undefined && (nextExpiryMs === undefined || next < nextExpiryMs)) nextExpiryMs = next;
+      const d = desiredFor(o, e, active, scopeStates, scopeObjects, nowIso);
+      desired.set(d.name, d);
+    }
+    const assessments = [...nextObjects.values()].map((e) => e.assessment);
+    const included = assessments.flatMap((a) => (a.compiled ? [a.compiled] : []));
+    return { compiled: { included, assessments, desired, scopeStates, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) }, snapshot };
+  }
+}
+
+function objectCacheKey(o: ProtectedScope): string {
+  const m = o.metadata ?? ({} as ProtectedScope['metadata']);
+  // generation moves with every spec change; without one (never on a real API server) fall back to resourceVersion.
+  return `${m.name}|${m.uid ?? ''}|${m.generation ?? `rv${m.resourceVersion ?? Math.random()}`}`;
+}
+
+function entryFor(o: ProtectedScope, cacheKey: string): ObjectEntry {
+  const assessment = assess(o);
+  if (!assessment.compiled || !assessment.scope) return { cacheKey, assessment, tokenCount: 0, noExpiry: 0, expiries: [] };
+  const tokens = tokensOf(assessment.compiled);
+  const expiries: number[] = [];
+  let noExpiry = 0;
+  for (const t of tokens) {
+    if (t.expiresAt === undefined) noExpiry++;
+    else expiries.push(Date.parse(t.expiresAt));
+  }
+  expiries.sort((a, b) => a - b);
+  return { cacheKey, assessment, scopeKey: scopeKey(assessment.scope), tokenCount: tokens.length, noExpiry, expiries };
+}
+
+/** Tokens not expired at nowMs (as core's isExpired: expired from the instant on), and the next expiry ahead. */
+function activeAt(e: ObjectEntry, nowMs: number): { active: number; next?: number } {
+  let lo = 0;
+  let hi = e.expiries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (e.expiries[mid]! <= nowMs) lo = mid + 1;
+    else hi = mid;
+  }
+  const next = e.expiries[lo];
+  return { active: e.noExpiry + e.expiries.length - lo, ...(next !== undefined ? { next } : {}) };
+}
+
+function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, scopeStates: Map<string, 'Open' | 'Closed'>, scopeObjects: Map<string, string[]>, nowIso: string): Desired {
+  const a = e.assessment;
+  const name = o.metadata?.name ?? '';
+  const generation = o.metadata?.generation;
+  const previousReady = o.status?.conditions?.find((c) => c.type === READY);
+  const ready = (status: Condition['status'], reason: string, message: string): Condition => {
+    // As meta.SetStatusCondition: the transition time moves only when the condition's status does.
+    const same = previousReady !== undefined && previousReady.status === status;
+    return {
+      type: READY,
+      status,
+      reason,
+      message,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      lastTransitionTime: same && previousReady?.lastTransitionTime ? previousReady.lastTransitionTime : nowIso,
+    };
+  };
+  if (!a.compiled || !a.scope || !e.scopeKey) {
+    return {
+      name,
       status: {
         ...(generation !== undefined ? { observedGeneration: generation } : {}),
-        scope: a.scope.value,
-        kind: SCOPE_FIELD[a.scope.kind],
-        state,
-        tokens: tokens.length,
-        activeTokens: active,
-        conditions: [condition],
-        ...(others.length > 0 ? { mergedWith: others } : {}),
+        conditions: [ready('False', 'Invalid', `left out of the snapshot: ${formatFieldErrors(a.errors)}`.slice(0, 2000))],
       },
-    });
+    };
   }
-  return { included, assessments, desired, scopeStates, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) };
+  const key = e.scopeKey;
+  const tokens = e.tokenCount;
+  const state = scopeStates.get(key) ?? 'Open';
+  const others = (scopeObjects.get(key) ?? []).filter((n) => n !== name);
+  const summary = `scope ${state}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)`;
+  const merged = others.length > 0 ? `; merged with ${others.length} other object${others.length === 1 ? '' : 's'} for the same scope` : '';
+  const condition =
+    a.errors.length === 0
+      ? ready('True', 'Compiled', `${summary}${merged}`)
+      : ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary}${merged})`.slice(0, 2000));
+  return {
+    name,
+    scopeKey: key,
+    status: {
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      scope: a.scope.value,
+      kind: SCOPE_FIELD[a.scope.kind],
+      state,
+      tokens,
+      activeTokens: active,
+      conditions: [condition],
+      ...(others.length > 0 ? { mergedWith: others } : {}),
+    },
+  };
+}
+
+/**
+ * Assesses all objects of the namespace and computes each one's desired status at nowMs (a one-off Compiler).
+ * lastTransitionTime comes from the object's current Ready condition when its status is unchanged, else nowMs.
+ */
+export function computeDesired(objects: readonly ProtectedScope[], nowMs: number): Compiled {
+  return new Compiler().compile(objects, nowMs).compiled;
 }
 
 /** The status in a canonical form for comparison: no lastTransitionTime, sorted lists, no empty mergedWith. */
