@@ -5,6 +5,8 @@ kubectl exec deploy/svc-management -- svc auth ..., auth-url http://svc-auth.<na
 {{- define "svc.authName" -}}svc-auth{{- end -}}
 {{- define "svc.operatorName" -}}svc-operator{{- end -}}
 {{- define "svc.managementName" -}}svc-management{{- end -}}
+{{/* svc-operator's leader-election Lease (passed as --lease-name; its Role may touch no other). */}}
+{{- define "svc.leaseName" -}}{{ printf "%s-operator" .Values.snapshotName }}{{- end -}}
 
 {{- define "svc.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}

@@ -4,27 +4,33 @@ to the component's ServiceAccount in the release namespace; nothing is cluster-w
 least the program needs: a program that calls something not listed here fails with 403 (and says so).
 */}}
 
-{{/* svc-operator: reads ProtectedScopes, writes their status, owns the snapshot ConfigMaps, reports
-Events, and holds its leader-election Lease. */}}
+{{/* svc-operator: reads ProtectedScopes, merge-patches their status, owns the snapshot ConfigMaps
+(server-side apply: create and patch; delete of stale shards), reports events.k8s.io Events, and holds
+its leader-election Lease, which it may read and renew by name only. Nothing cluster-wide: it never
+reads the CRD, and no Secrets, Pods or other namespaces. */}}
 {{- define "svc.rbac.operatorRules" -}}
 - apiGroups: ["auth.svc.io"]
   resources: ["protectedscopes"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["auth.svc.io"]
   resources: ["protectedscopes/status"]
-  verbs: ["get", "patch", "update"]
+  verbs: ["patch"]
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
-- apiGroups: [""]
-  resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create"]
+{{- if .Values.operator.leaderElect }}
+{{- /* create cannot be limited by name (the name is not known when it is authorized). */}}
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  verbs: ["get", "create", "update"]
+  verbs: ["create"]
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  resourceNames: [{{ include "svc.leaseName" . | quote }}]
+  verbs: ["get", "update"]
+{{- end }}
 {{- end -}}
 
 {{/* svc-auth: reads (and watches) the snapshot ConfigMaps, nothing else. */}}
