@@ -1,0 +1,157 @@
+// The chart's RBAC, sufficient: its ServiceAccounts, Roles and RoleBindings installed into a namespace, then
+// svc-operator and svc-auth run as real processes with bound ServiceAccount tokens of those identities and the command
+// lines of the chart's Deployments. They must do their whole job (snapshot written, status patched, Event reported,
+// Lease held; svc-auth ready and deciding) with nothing but what the Roles grant. The negative controls run each
+// program under an identity that lacks its grants, to show the tokens carry no hidden privilege.
+// chart-rbac.test.ts proves the same rules minimal.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import * as k8s from '@kubernetes/client-node';
+import { newProtectedScope, scopeObjectName } from '../../core/index.js';
+import { describeCluster, kubeConfig, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
+import { API, PROCESSES } from '../e2e/support/fixtures.js';
+import { freePorts } from '../e2e/support/net.js';
+import { newToken, tokenRecord } from '../e2e/support/scopes.js';
+import { helmBinary, helmTemplate, type Manifest } from '../stack/helm.js';
+import { componentKubeconfigs, installIdentities, type Component } from '../stack/identities.js';
+import { chartCommandLine, httpStatus, Program } from '../stack/processes.js';
+import { until } from '../stack/wait.js';
+
+const GROUP = 'auth.svc.io';
+const VERSION = 'v1alpha1';
+const PLURAL = 'protectedscopes';
+const SNAPSHOT = 'svc-auth-snapshot';
+const LEASE = 'svc-auth-snapshot-operator';
+const FORBIDDEN = /forbidden|\b403\b/i;
+
+const token = newToken();
+const other = newToken();
+const secrets = [token, other];
+
+describeCluster('chart identities are sufficient: svc-operator and svc-auth run as their ServiceAccounts', () => {
+  let namespace: string;
+  let manifests: Manifest[];
+  let kubeconfigs: Record<Component, string>;
+  let workDir: string;
+  let ports: number[];
+  const programs: Program[] = [];
+  const admin = () => kubeConfig();
+  const scopeName = scopeObjectName(PROCESSES);
+
+  function program(name: 'svc-operator' | 'svc-auth', identity: Component, listen: { listen?: number; metricsListen?: number }): Program {
+    const p = new Program({ name: `${name} as ${identity}`, command: chartCommandLine(manifests, name, namespace, listen), kubeconfig: kubeconfigs[identity], secrets });
+    programs.push(p);
+    p.start();
+    return p;
+  }
+
+  /** svc-auth's answer to ingress-nginx's auth subrequest for the process execution, with or without a token. */
+  const decide = (port: number, bearer?: string) => httpStatus(port, '/authz/auth-request', {
+    'X-Original-URL': `http://data.example.org${API.execution}`,
+    'X-Original-Method': 'POST',
+    ...(bearer ? { Authorization: `Bearer ${bearer}` } : {}),
+  });
+
+  beforeAll(async () => {
+    const helm = await helmBinary();
+    namespace = await newNamespace('ident');
+    installIdentities(helm, kubeconfigPath(), namespace);
+    const r = helmTemplate(helm, { namespace });
+    if (r.status !== 0) throw new Error(r.stderr);
+    manifests = r.manifests;
+    workDir = mkdtempSync(join(tmpdir(), 'svc-ident-'));
+    kubeconfigs = await componentKubeconfigs(admin(), namespace, workDir);
+    ports = await freePorts(8);
+  }, 15 * 60_000);
+
+  afterAll(async () => {
+    await Promise.all(programs.map((p) => p.stop()));
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('each kubeconfig authenticates as its ServiceAccount (SelfSubjectReview)', async () => {
+    for (const c of ['svc-operator', 'svc-auth', 'svc-management'] as const) {
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(kubeconfigs[c]);
+      const review = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+      expect(review.status?.userInfo?.username).toBe(`system:serviceaccount:${namespace}:${c}`);
+      expect(review.status?.userInfo?.groups).toEqual(expect.arrayContaining(['system:serviceaccounts', `system:serviceaccounts:${namespace}`]));
+    }
+  });
+
+  it('svc-operator, as svc-operator, compiles what svc-management created: snapshot ConfigMaps, status, Event, Lease', async () => {
+    const operator = program('svc-operator', 'svc-operator', { metricsListen: ports[0]! });
+    await operator.waitForHttp(ports[0]!, '/healthz');
+
+    // The scope is created with svc-management's identity, as the CLI in the management pod would.
+    const mgmt = new k8s.KubeConfig();
+    mgmt.loadFromFile(kubeconfigs['svc-management']);
+    await mgmt.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
+      group: GROUP, version: VERSION, namespace, plural: PLURAL,
+      body: newProtectedScope(PROCESSES, scopeName, namespace, [tokenRecord(token)]),
+    });
+
+    const core = admin().makeApiClient(k8s.CoreV1Api);
+    const index = await until('the snapshot index ConfigMap', async () => {
+      const cm = await core.readNamespacedConfigMap({ name: SNAPSHOT, namespace }).catch(() => undefined);
+      return cm?.data?.['index.json'] ? cm : undefined;
+    }, 30_000, () => operator.tail());
+    expect(index.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'svc-operator', 'auth.svc.io/snapshot': SNAPSHOT });
+    const shards = await core.listNamespacedConfigMap({ namespace, labelSelector: `auth.svc.io/snapshot=${SNAPSHOT},auth.svc.io/snapshot-role=shard` });
+    expect(shards.items.length).toBeGreaterThan(0);
+    expect(shards.items.every((s) => s.immutable === true)).toBe(true);
+
+    type Scope = { metadata: { generation: number }; status?: { observedGeneration?: number; state?: string; conditions?: { type: string; status: string }[] } };
+    const objects = admin().makeApiClient(k8s.CustomObjectsApi);
+    const ps = await until('the ProtectedScope status (Closed, Ready)', async () => {
+      const o = (await objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name: scopeName })) as Scope;
+      return o.status?.state === 'Closed' && o.status.observedGeneration === o.metadata.generation
+        && o.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? o : undefined;
+    }, 30_000, () => operator.tail());
+    expect(ps.status?.state).toBe('Closed');
+
+    const event = await until('a ScopeClosed Event about the scope', async () => {
+      const list = await admin().makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace });
+      return list.items.find((e) => e.regarding?.name === scopeName && e.reason === 'ScopeClosed');
+    }, 30_000, () => operator.tail());
+    expect(event.reportingController).toBeTruthy();
+
+    const lease = await admin().makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name: LEASE, namespace });
+    expect(lease.spec?.holderIdentity).toBeTruthy();
+    await operator.waitForHttp(ports[0]!, '/readyz', 30_000);
+    expect(operator.output).not.toMatch(FORBIDDEN);
+  }, 120_000);
+
+  it('svc-auth, as svc-auth, loads the snapshot from the ConfigMaps and decides', async () => {
+    const auth = program('svc-auth', 'svc-auth', { listen: ports[1]!, metricsListen: ports[2]! });
+    await auth.waitForHttp(ports[1]!, '/readyz', 60_000);
+    expect(await decide(ports[1]!)).toBe(401);
+    expect(await decide(ports[1]!, token)).toBe(200);
+    expect([401, 403]).toContain(await decide(ports[1]!, other));
+
+    // The last token removed (by svc-management): the operator recompiles, svc-auth follows, the scope is open.
+    const mgmt = new k8s.KubeConfig();
+    mgmt.loadFromFile(kubeconfigs['svc-management']);
+    const objects = mgmt.makeApiClient(k8s.CustomObjectsApi);
+    const current = (await objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name: scopeName })) as { spec: { tokens?: unknown[] } };
+    current.spec.tokens = [];
+    await objects.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name: scopeName, body: current });
+    await until('the scope to open in svc-auth', async () => (await decide(ports[1]!)) === 200, 30_000, () => auth.tail());
+    expect(auth.output).not.toMatch(FORBIDDEN);
+  }, 120_000);
+
+  it('negative control: svc-operator under svc-auth\'s identity is forbidden and never ready', async () => {
+    const operator = program('svc-operator', 'svc-auth', { metricsListen: ports[5]! });
+    await until('svc-operator (as svc-auth) to report being forbidden', () => FORBIDDEN.test(operator.output), 30_000, () => operator.tail());
+    expect(await httpStatus(ports[5]!, '/readyz')).not.toBe(200);
+  }, 60_000);
+
+  it('negative control: svc-auth under svc-management\'s identity is forbidden, never ready, allows nothing', async () => {
+    const auth = program('svc-auth', 'svc-management', { listen: ports[3]!, metricsListen: ports[4]! });
+    await until('svc-auth (as svc-management) to report being forbidden', () => FORBIDDEN.test(auth.output), 30_000, () => auth.tail());
+    expect(await httpStatus(ports[3]!, '/readyz')).not.toBe(200);
+    expect(await decide(ports[3]!)).not.toBe(200);
+  }, 60_000);
+});
