@@ -10,7 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import { load } from 'js-yaml';
 import { installCrds, repoRoot } from '../controlplane/controlplane.js';
 import { describeCluster, kubeConfig, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
-import { CHART_DIR, helmBinary, helmLint, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
+import { CHART_DIR, helmBinary, helmLint, helmTemplate, ofKind, parseManifests, type Manifest } from '../stack/helm.js';
 import { applyManifests } from '../stack/kubectl.js';
 
 const CRD_SOURCE = join(repoRoot, 'crds', 'protectedscope.yaml');
@@ -359,6 +359,20 @@ describeCluster('Helm chart charts/svc', () => {
       expect(applied.stdout.trim().split('\n').filter((l) => l.includes('(server dry run)'))).toHaveLength(r.manifests.length);
       const stored = await kubeConfig().makeApiClient(k8s.AppsV1Api).listNamespacedDeployment({ namespace: ns });
       expect(stored.items).toHaveLength(0);
+    });
+
+    it('accepts deploy/ingress-nginx/ingress.yaml, whose auth-url names the chart\'s svc-auth Service, port and endpoint', async () => {
+      const [ingress, ...more] = parseManifests(readFileSync(join(repoRoot, 'deploy', 'ingress-nginx', 'ingress.yaml'), 'utf8'));
+      expect(more).toHaveLength(0);
+      const chartNs = ingress!.metadata.namespace!;
+      const svcAuth = ofKind(helmTemplate(helm, { namespace: chartNs }).manifests, 'Service', 'svc-auth')[0] as Manifest & { spec: { ports: { name: string; port: number }[] } };
+      const port = svcAuth.spec.ports.find((p) => p.name === 'http')!.port;
+      const url = ingress!.metadata.annotations?.['nginx.ingress.kubernetes.io/auth-url'];
+      expect(url).toBe(`http://svc-auth.${chartNs}.svc.cluster.local:${port}/authz/auth-request`);
+      expect(url).not.toMatch(/[%#;+]/); // ingress-nginx refuses these in auth-url
+      const ns = await newNamespace('deploy-dry');
+      const applied = applyManifests(kubeconfigPath(), [{ ...ingress!, metadata: { ...ingress!.metadata, namespace: ns } }], { dryRun: true });
+      expect({ status: applied.status, stderr: applied.stderr }).toEqual({ status: 0, stderr: '' });
     });
 
     it('fails on a schema error (a misspelt field, a mistyped value)', async () => {
