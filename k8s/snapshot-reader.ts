@@ -29,6 +29,8 @@ export interface SnapshotReaderOptions {
   readonly deliver: (snapshot: VerifiedSnapshot, startedMs: number) => Promise<void> | void;
   readonly onFailure: (message: string) => void;
   readonly onWatchError?: (err: unknown) => void;
+  /** After each successful (re)list of the index: the API server is reachable. */
+  readonly onSynced?: () => void;
   readonly concurrency?: number;
   readonly retryInitialMs?: number;
   readonly retryMaxMs?: number;
@@ -52,7 +54,10 @@ export class SnapshotReader {
       {
         onAdd: () => this.trigger(),
         onUpdate: () => this.trigger(),
-        onSynced: () => this.trigger(),
+        onSynced: () => {
+          opts.onSynced?.();
+          this.trigger();
+        },
         onDelete: () => {
           // Keep serving what we have: a deleted index is an operator problem, never a reason to open up.
           if (!this.informer.list().some((cm) => cm.metadata.name === opts.snapshotName)) opts.onFailure(`index ConfigMap ${opts.snapshotName} was deleted; keeping generation ${short(this.delivered)}`);
