@@ -1,0 +1,72 @@
+import type { ServerResponse } from 'node:http';
+
+/**
+ * The HTTP answers of ACCESS-RULES.md "Answers", prepared once. Allow is exactly 200 with an empty
+ * body. The nginx endpoints answer only 200, 401 or 403 (nginx turns anything else into 500) with empty
+ * bodies (nginx drops them); the Traefik and Envoy endpoints pass the answer on to the client, so they get
+ * the precise status and an `application/problem+json` body. Every answer carries `Cache-Control: no-store`.
+ */
+export type Flavour = 'nginx' | 'proxy';
+
+type Headers = readonly string[];
+
+const CC = 'Cache-Control';
+const NO_STORE = 'no-store';
+const CL = 'Content-Length';
+const WWW = 'WWW-Authenticate';
+export const BEARER_CHALLENGE = 'Bearer realm="svc"';
+export const BASIC_CHALLENGE = 'Basic realm="svc"';
+export const INVALID_TOKEN_CHALLENGE = 'Bearer realm="svc", error="invalid_token"';
+export const insufficientScopeChallenge = (scopes: string): string => `Bearer realm="svc", error="insufficient_scope", scope="${scopes}"`;
+
+export const PROBLEM_JSON = 'application/problem+json';
+
+interface Canned {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: Buffer | null;
+}
+
+function problem(status: number, title: string, detail: string): Buffer {
+  return Buffer.from(JSON.stringify({ type: 'about:blank', title, status, detail }));
+}
+
+function canned(flavour: Flavour, status: number, extra: Headers, title: string, detail: string): Canned {
+  if (flavour === 'nginx') return { status, headers: [CC, NO_STORE, CL, '0', ...extra], body: null };
+  const body = problem(status, title, detail);
+  return { status, headers: [CC, NO_STORE, 'Content-Type', PROBLEM_JSON, CL, String(body.length), ...extra], body };
+}
+
+function answers(flavour: Flavour) {
+  const nginx = flavour === 'nginx';
+  return {
+    open: { status: 200, headers: [CC, NO_STORE, CL, '0'], body: null } as Canned,
+    noTokenWaf: canned(flavour, 401, [WWW, BEARER_CHALLENGE, WWW, BASIC_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
+    noToken: canned(flavour, 401, [WWW, BEARER_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
+    invalidToken: canned(flavour, 401, [WWW, INVALID_TOKEN_CHALLENGE], 'Unauthorized', 'The token is unknown, expired or malformed.'),
+    insufficientScope: canned(flavour, 403, [], 'Forbidden', 'The token is not valid for this resource.'),
+    malformed: canned(flavour, nginx ? 403 : 400, [], nginx ? 'Forbidden' : 'Bad Request', 'The request path cannot be evaluated safely.'),
+    unavailable: canned(flavour, nginx ? 403 : 503, [], nginx ? 'Forbidden' : 'Service Unavailable', 'Access control is not ready; nothing is allowed.'),
+  };
+}
+
+export type AnswerSet = ReturnType<typeof answers>;
+export const ANSWERS: Readonly<Record<Flavour, AnswerSet>> = { nginx: answers('nginx'), proxy: answers('proxy') };
+
+export function send(res: ServerResponse, a: Canned): void {
+  res.writeHead(a.status, a.headers as string[]);
+  if (a.body === null) res.end();
+  else res.end(a.body);
+}
+
+export function sendGranted(res: ServerResponse, scope: string, tokenId: string): void {
+  res.writeHead(200, [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Token-Id', tokenId]);
+  res.end();
+}
+
+export function sendInsufficientScope(res: ServerResponse, set: AnswerSet, scopes: string): void {
+  const a = set.insufficientScope;
+  res.writeHead(a.status, [...a.headers, WWW, insufficientScopeChallenge(scopes)]);
+  if (a.body === null) res.end();
+  else res.end(a.body);
+}

@@ -1,0 +1,109 @@
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
+import type { AccessConfig } from '../core/index.js';
+import { LOG_LEVELS, type LogLevel } from './log.js';
+import { accessConfig, parseHostPort, UsageError, type HostPort } from './options.js';
+
+export type SourceConfig = { readonly kind: 'scopes-dir'; readonly dir: string } | { readonly kind: 'snapshot-file'; readonly file: string };
+
+export interface AuthConfig {
+  readonly listen: HostPort;
+  readonly metricsListen: HostPort;
+  readonly access: AccessConfig;
+  readonly source: SourceConfig;
+  readonly logLevel: LogLevel;
+}
+
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const HINT = 'Run "svc-auth --help" for usage.';
+
+function version(): string {
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'svc-access-control' && pkg.version) return pkg.version;
+    } catch {
+      // not at this depth (sources vs dist/)
+    }
+  }
+  return 'unknown';
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Parses svc-auth's command line. Returns the configuration, or the exit code when there is nothing to
+ * run: 0 after --help or --version, 2 after a usage error (the message says what to do).
+ */
+export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { exit: number } {
+  const program = new Command('svc-auth')
+    .description('Forward-auth server: answers the reverse proxy\'s "may this request proceed?" from an in-memory snapshot of the protected scopes.')
+    .addOption(new Option('--scopes-dir <dir>', 'compile the ProtectedScope manifests of DIR in-process, watch it, reload on change'))
+    .addOption(new Option('--snapshot-file <file>', 'load a compiled snapshot file (e.g. a mounted ConfigMap key), watch it, reload on change'))
+    .option('--listen <host:port>', 'address of the auth endpoints, /healthz and /readyz', '0.0.0.0:8080')
+    .option('--metrics-listen <host:port>', 'address of the Prometheus /metrics endpoint', '0.0.0.0:9090')
+    .option('--waf-prefix <path>', 'path prefix of the web-accessible folder', '/data')
+    .option('--api-prefix <path>', 'path prefix of the OGC API', '/oapi')
+    .option('--token-query-param <name>', 'query argument that carries a token; "" disables query tokens', 'token')
+    .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
+    .version(version(), '-V, --version')
+    .helpOption('-h, --help')
+    .showHelpAfterError(HINT)
+    .allowExcessArguments(false)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+
+  try {
+    program.parse([...argv], { from: 'user' });
+  } catch (e) {
+    if (e instanceof CommanderError) return { exit: e.exitCode === 0 ? 0 : 2 };
+    throw e;
+  }
+  const o = program.opts<{
+    scopesDir?: string;
+    snapshotFile?: string;
+    listen: string;
+    metricsListen: string;
+    wafPrefix: string;
+    apiPrefix: string;
+    tokenQueryParam: string;
+    logLevel: LogLevel;
+  }>();
+  try {
+    if ((o.scopesDir === undefined) === (o.snapshotFile === undefined)) {
+      throw new UsageError('give exactly one snapshot source: --scopes-dir DIR (a directory of ProtectedScope manifests) or --snapshot-file FILE (a compiled snapshot)');
+    }
+    let source: SourceConfig;
+    if (o.scopesDir !== undefined) {
+      const dir = resolve(o.scopesDir);
+      if (!isDirectory(dir)) throw new UsageError(`--scopes-dir ${o.scopesDir}: no such directory (create it, e.g. with "svc --dir ${o.scopesDir} auth add-token ...", or run "npm start" for an example)`);
+      source = { kind: 'scopes-dir', dir };
+    } else {
+      const file = resolve(o.snapshotFile!);
+      if (!isDirectory(dirname(file))) throw new UsageError(`--snapshot-file ${o.snapshotFile}: the directory ${dirname(file)} does not exist (the file itself may appear later)`);
+      source = { kind: 'snapshot-file', file };
+    }
+    const listen = parseHostPort('--listen', o.listen);
+    const metricsListen = parseHostPort('--metrics-listen', o.metricsListen);
+    if (listen.port !== 0 && listen.port === metricsListen.port && (listen.host === metricsListen.host || listen.host === '0.0.0.0' || metricsListen.host === '0.0.0.0')) {
+      throw new UsageError('--listen and --metrics-listen must differ: metrics have their own port');
+    }
+    const access = accessConfig({ wafPrefix: o.wafPrefix, apiPrefix: o.apiPrefix, tokenQueryParam: o.tokenQueryParam });
+    return { listen, metricsListen, access, source, logLevel: o.logLevel };
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    io.err(`svc-auth: ${e.message}\n${HINT}\n`);
+    return { exit: 2 };
+  }
+}

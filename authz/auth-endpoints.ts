@@ -1,0 +1,264 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { decide, normalizeTarget, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
+import { ANSWERS, send, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
+import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
+
+/** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
+export interface ServingState {
+  readonly index: AccessIndex | null;
+  readonly draining: boolean;
+}
+
+export interface AuthContext {
+  readonly access: AccessConfig;
+  readonly state: ServingState;
+  readonly metrics: AuthMetrics;
+  readonly logger: Logger;
+}
+
+const EXT_AUTHZ = '/authz/ext-authz';
+/** RFC 9110 token: what an HTTP method may be. */
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const QUESTION_MARK = 0x3f;
+const SLASH = 0x2f;
+
+/** `url` is `path` exactly, or `path?query`: the auth endpoints' own query is never part of the decision. */
+function isPath(url: string, path: string): boolean {
+  return url.startsWith(path) && (url.length === path.length || url.charCodeAt(path.length) === QUESTION_MARK);
+}
+
+interface Original {
+  readonly method: string | undefined;
+  readonly target: string | undefined;
+  readonly authorization: string | undefined;
+  /** Set when a header the endpoint reads was sent more than once: the request is refused as malformed. */
+  readonly ambiguous?: string;
+}
+
+const REPEATED = Symbol('repeated');
+type Found = string | undefined | typeof REPEATED;
+
+/** ASCII case-insensitive equality of a header name with a lowercase name of the same length. */
+function sameName(name: string, lower: string): boolean {
+  if (name.length !== lower.length) return false;
+  for (let i = 0; i < lower.length; i++) {
+    let c = name.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) c += 0x20;
+    if (c !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+/**
+ * Reads the wanted headers straight from rawHeaders in one pass, without materializing req.headers
+ * (which lowercases and copies every header of the request). An empty value counts as absent; a header
+ * sent twice is REPEATED rather than joined or first-wins, since two values for the original target,
+ * method or credentials can only mean a confused or malicious client.
+ */
+function pick(raw: readonly string[], names: readonly string[], out: Found[]): void {
+  out.fill(undefined);
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    for (let j = 0; j < names.length; j++) {
+      if (sameName(name, names[j]!)) {
+        const value = raw[i + 1]!;
+        if (out[j] !== undefined) out[j] = REPEATED;
+        else if (value.length > 0) out[j] = value;
+        break;
+      }
+    }
+  }
+}
+
+const found: Found[] = [undefined, undefined, undefined, undefined];
+
+function original(method: Found, target: Found, authorization: Found, names: readonly string[]): Original {
+  const repeated = found.indexOf(REPEATED);
+  if (repeated >= 0) return { method: undefined, target: undefined, authorization: undefined, ambiguous: names[repeated] };
+  return { method: method as string | undefined, target: target as string | undefined, authorization: authorization as string | undefined };
+}
+
+/**
+ * Each endpoint reads its own contract's headers and nothing else: a client can send any header and most
+ * proxies pass it through, so `X-Forwarded-Uri` reaching the nginx endpoint must not count.
+ */
+const AUTH_REQUEST = ['x-original-url', 'x-original-uri', 'x-original-method', 'authorization'];
+function authRequest(req: IncomingMessage): Original {
+  pick(req.rawHeaders, AUTH_REQUEST, found);
+  const url = found[0];
+  // X-Original-URL is absolute (ingress-nginx): only its path and query count.
+  const target = typeof url === 'string' ? stripOrigin(url) : found[1];
+  // nginx subrequests keep the original request's method unless proxy_method says otherwise.
+  return original(found[2] ?? req.method, target, found[3], AUTH_REQUEST);
+}
+
+const AUTHORIZE = ['x-original-uri', 'x-api-http-method', 'authorization'];
+function authorize(req: IncomingMessage): Original {
+  pick(req.rawHeaders, AUTHORIZE, found);
+  return original(found[1] ?? 'GET', found[0], found[2], AUTHORIZE);
+}
+
+const FORWARD_AUTH = ['x-forwarded-uri', 'x-forwarded-method', 'authorization'];
+function forwardAuth(req: IncomingMessage): Original {
+  pick(req.rawHeaders, FORWARD_AUTH, found);
+  return original(found[1] ?? req.method, found[0], found[2], FORWARD_AUTH);
+}
+
+const EXT_AUTHZ_HEADERS = ['authorization'];
+function extAuthz(req: IncomingMessage): Original {
+  pick(req.rawHeaders, EXT_AUTHZ_HEADERS, found);
+  // Envoy appends the original path (with its query) to the configured path prefix.
+  return original(req.method, req.url!.slice(EXT_AUTHZ.length), found[0], EXT_AUTHZ_HEADERS);
+}
+
+function kindOf(governing: readonly Scope[]): ScopeKindLabel {
+  const kind = governing[0]!.kind;
+  for (let i = 1; i < governing.length; i++) if (governing[i]!.kind !== kind) return 'mixed';
+  return kind;
+}
+
+function keysOf(governing: readonly Scope[]): string {
+  return governing.length === 1 ? scopeKey(governing[0]!) : governing.map(scopeKey).join(' ');
+}
+
+function normalizedPath(target: string): string | undefined {
+  const t = normalizeTarget(target);
+  return t.ok ? `/${t.segments.join('/')}` : undefined;
+}
+
+/**
+ * The hot path: a plain node:http handler placed before the Express app. Returns false for any URL that
+ * is not an auth endpoint, for Express to handle. Nothing here parses a body or builds a URL object.
+ */
+export function createAuthHandler(ctx: AuthContext): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { access, state, metrics, logger } = ctx;
+  const infoOn = logger.isLevelEnabled('info');
+  const debugOn = logger.isLevelEnabled('debug');
+
+  function answer(res: ServerResponse, set: AnswerSet, d: Decision): ScopeKindLabel {
+    switch (d.outcome) {
+      case 'open':
+        send(res, set.open);
+        return 'none';
+      case 'granted':
+        sendGranted(res, scopeKey(d.scope), d.tokenId);
+        return d.scope.kind;
+      case 'no-token':
+        send(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
+        return kindOf(d.governing);
+      case 'invalid-token':
+        send(res, set.invalidToken);
+        return kindOf(d.governing);
+      case 'insufficient-scope':
+        sendInsufficientScope(res, set, keysOf(d.governing));
+        return kindOf(d.governing);
+      case 'malformed':
+        send(res, set.malformed);
+        return 'none';
+    }
+  }
+
+  function log(endpoint: EndpointName, method: string | undefined, target: string | undefined, d: Decision | null, outcome: AnswerOutcome): void {
+    // Governed decisions (and refusals) at info, open ones at debug. Never the raw target or a header:
+    // the target may carry ?token=, so the path is logged normalized and without its query.
+    if (outcome === 'open' ? !debugOn : !infoOn) return;
+    const entry: Record<string, unknown> = { endpoint, method, outcome };
+    if (target !== undefined && d !== null && d.outcome !== 'malformed') entry.path = normalizedPath(target);
+    if (d !== null) {
+      switch (d.outcome) {
+        case 'granted':
+          entry.scope = scopeKey(d.scope);
+          entry.tokenId = d.tokenId;
+          entry.tokenSource = d.source;
+          break;
+        case 'insufficient-scope':
+          entry.scope = keysOf(d.governing);
+          entry.tokenId = d.tokenId;
+          break;
+        case 'invalid-token':
+          entry.scope = keysOf(d.governing);
+          entry.why = d.why;
+          if (d.tokenId !== undefined) entry.tokenId = d.tokenId;
+          break;
+        case 'no-token':
+          entry.scope = keysOf(d.governing);
+          break;
+        case 'malformed':
+          entry.reason = d.reason;
+          break;
+        case 'open':
+          break;
+      }
+    }
+    if (outcome === 'open') logger.debug(entry, 'decision');
+    else logger.info(entry, 'decision');
+  }
+
+  return function handleAuth(req: IncomingMessage, res: ServerResponse): boolean {
+    const url = req.url ?? '';
+    let endpoint: EndpointName;
+    let read: (req: IncomingMessage) => Original;
+    let set: AnswerSet;
+    if (url.startsWith('/authz/')) {
+      if (isPath(url, '/authz/auth-request')) {
+        endpoint = 'auth-request';
+        read = authRequest;
+        set = ANSWERS.nginx;
+      } else if (isPath(url, '/authz/forward-auth')) {
+        endpoint = 'forward-auth';
+        read = forwardAuth;
+        set = ANSWERS.proxy;
+      } else if (url.startsWith(EXT_AUTHZ) && (url.length === EXT_AUTHZ.length || url.charCodeAt(EXT_AUTHZ.length) === SLASH || url.charCodeAt(EXT_AUTHZ.length) === QUESTION_MARK)) {
+        endpoint = 'ext-authz';
+        read = extAuthz;
+        set = ANSWERS.proxy;
+      } else {
+        return false;
+      }
+    } else if (isPath(url, '/authorize')) {
+      endpoint = 'authorize';
+      read = authorize;
+      set = ANSWERS.nginx;
+    } else {
+      return false;
+    }
+
+    const started = performance.now();
+    if (state.draining) res.shouldKeepAlive = false;
+    let outcome: AnswerOutcome;
+    let kind: ScopeKindLabel = 'none';
+    let decision: Decision | null = null;
+    let original: Original | undefined;
+    try {
+      const index = state.index;
+      if (index === null) {
+        outcome = 'unavailable';
+        send(res, set.unavailable);
+      } else {
+        original = read(req);
+        const { method, target, authorization, ambiguous } = original;
+        if (ambiguous !== undefined) decision = { outcome: 'malformed', reason: `${ambiguous} was sent more than once` };
+        else if (target === undefined) decision = { outcome: 'malformed', reason: 'no original request target' };
+        else if (method === undefined || !METHOD.test(method)) decision = { outcome: 'malformed', reason: 'no valid original method' };
+        else decision = decide(index, access, { method, target, authorization }, Date.now());
+        outcome = decision.outcome;
+        kind = answer(res, set, decision);
+      }
+    } catch (e) {
+      outcome = 'error';
+      kind = 'none';
+      decision = null;
+      logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
+      if (!res.headersSent) send(res, set.unavailable);
+      else res.destroy();
+    }
+    try {
+      metrics.decision(endpoint, outcome, kind, (performance.now() - started) / 1000);
+      if (outcome !== 'error') log(endpoint, original?.method, original?.target, decision, outcome);
+    } catch {
+      // The answer is out; bookkeeping must never take the server down.
+    }
+    return true;
+  };
+}

@@ -1,0 +1,103 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// svc-auth as a real child process (`node --import tsx authz/main.ts`, as npm start and the suites run it):
+// usage errors, and SIGTERM draining in-flight requests.
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const children: ChildProcessWithoutNullStreams[] = [];
+const dirs: string[] = [];
+
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function svcAuth(args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'authz/main.ts', ...args], { cwd: ROOT, stdio: 'pipe' });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, exited, out: () => stdout, err: () => stderr };
+}
+
+async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'svc-auth-main-'));
+  dirs.push(d);
+  return d;
+}
+
+describe('svc-auth usage errors', () => {
+  it.each([
+    [[], /exactly one snapshot source/],
+    [['--scopes-dir', '.', '--snapshot-file', 'x'], /exactly one snapshot source/],
+    [['--scopes-dir', '/nonexistent/svc-scopes'], /no such directory/],
+    [['--scopes-dir', '.', '--listen', 'nonsense'], /--listen .*HOST:PORT/],
+    [['--scopes-dir', '.', '--bogus'], /unknown option/],
+  ])('%j exits 2 and says what to do', async (args, message) => {
+    const p = svcAuth(args as string[]);
+    expect(await p.exited).toBe(2);
+    expect(p.err()).toMatch(message);
+    expect(p.err()).toContain('svc-auth --help');
+  }, 30_000);
+});
+
+describe('svc-auth SIGTERM', () => {
+  it('stops accepting, finishes the request in flight, then exits 0', async () => {
+    const dir = tempDir();
+    const p = svcAuth(['--scopes-dir', dir, '--listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0']);
+    const lines = () => p.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const listening = await until(() => lines().find((l) => l.msg === 'svc-auth listening'), 'svc-auth listening');
+    await until(() => lines().find((l) => l.msg === 'snapshot loaded'), 'the first snapshot');
+    const { hostname, port } = new URL(String(listening.listen));
+
+    // A request in flight: its head is only partly sent when SIGTERM arrives.
+    const socket = connect(Number(port), hostname);
+    let response = '';
+    socket.setEncoding('utf8').on('data', (c: string) => (response += c));
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write('GET /authz/auth-request HTTP/1.1\r\nHost: svc-auth\r\nX-Original-URI: /data/x.bufr4\r\n');
+    await new Promise((r) => setTimeout(r, 100));
+
+    p.child.kill('SIGTERM');
+    await until(() => lines().find((l) => l.msg?.toString().startsWith('draining')), 'draining', 5000).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+
+    // New connections are refused while the old one is drained.
+    const refused = await new Promise<boolean>((resolve) => {
+      const s = connect(Number(port), hostname);
+      s.on('connect', () => {
+        s.destroy();
+        resolve(false);
+      });
+      s.on('error', () => resolve(true));
+    });
+    expect(refused).toBe(true);
+
+    socket.write('\r\n');
+    await closed;
+    expect(response).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(response).toMatch(/\r\nConnection: close\r\n/i);
+    expect(await p.exited).toBe(0);
+    expect(lines().some((l) => l.msg === 'stopped')).toBe(true);
+  }, 40_000);
+});

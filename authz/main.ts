@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// svc-auth: the forward-auth server (ARCHITECTURE.md). `svc-auth --help` for the flags.
+import { parseArgs, type SourceConfig } from './args.js';
+import { createLogger } from './log.js';
+import { startServer, type RunningServer } from './server.js';
+import { ScopesDirSource } from './sources/scopes-dir.js';
+import { SnapshotFileSource } from './sources/snapshot-file.js';
+import type { SnapshotSource } from './sources/source.js';
+
+function sourceFor(config: SourceConfig): SnapshotSource {
+  switch (config.kind) {
+    case 'scopes-dir':
+      return new ScopesDirSource(config.dir);
+    case 'snapshot-file':
+      return new SnapshotFileSource(config.file);
+  }
+}
+
+async function main(): Promise<void> {
+  const parsed = parseArgs(process.argv.slice(2), { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) });
+  if ('exit' in parsed) {
+    process.exitCode = parsed.exit;
+    return;
+  }
+  const { logger, close, flushSync } = createLogger(parsed.logLevel);
+  process.on('uncaughtException', (e) => {
+    logger.fatal({ err: e }, 'uncaught exception; exiting');
+    flushSync();
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (e) => {
+    logger.fatal({ err: e }, 'unhandled rejection; exiting');
+    flushSync();
+    process.exit(1);
+  });
+
+  const source = sourceFor(parsed.source);
+  let server: RunningServer;
+  try {
+    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, source, logger });
+  } catch (e) {
+    logger.fatal({ err: e }, 'cannot start');
+    await close();
+    process.stderr.write(`svc-auth: cannot listen: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+  logger.info(
+    {
+      listen: server.url,
+      metrics: `${server.metricsUrl}/metrics`,
+      source: source.kind,
+      origin: source.origin,
+      wafPrefix: `/${parsed.access.wafPrefix.join('/')}`,
+      apiPrefix: `/${parsed.access.apiPrefix.join('/')}`,
+      tokenQueryParam: parsed.access.tokenParam,
+    },
+    'svc-auth listening',
+  );
+
+  let stopping = false;
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'draining: no new connections, finishing in-flight requests');
+    await server.shutdown();
+    logger.info('stopped');
+    await close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', (s) => void stop(s));
+  process.on('SIGINT', (s) => void stop(s));
+}
+
+void main();

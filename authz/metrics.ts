@@ -1,0 +1,184 @@
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import type { AccessIndex } from '../core/index.js';
+
+export const ENDPOINTS = ['auth-request', 'authorize', 'forward-auth', 'ext-authz'] as const;
+export type EndpointName = (typeof ENDPOINTS)[number];
+
+/** Every answer the auth endpoints give, as a metric label and a log field. */
+export const OUTCOMES = ['open', 'granted', 'no-token', 'invalid-token', 'insufficient-scope', 'malformed', 'unavailable', 'error'] as const;
+export type AnswerOutcome = (typeof OUTCOMES)[number];
+
+/** The kind of the governing scope(s): `none` when nothing governs, `mixed` when two kinds govern at once. */
+export const SCOPE_KIND_LABELS = ['none', 'topic', 'dataset', 'path', 'mixed'] as const;
+export type ScopeKindLabel = (typeof SCOPE_KIND_LABELS)[number];
+
+const ENDPOINT_INDEX = Object.fromEntries(ENDPOINTS.map((e, i) => [e, i])) as Record<EndpointName, number>;
+const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<AnswerOutcome, number>;
+const KIND_INDEX = Object.fromEntries(SCOPE_KIND_LABELS.map((k, i) => [k, i])) as Record<ScopeKindLabel, number>;
+const CELLS = ENDPOINTS.length * OUTCOMES.length * SCOPE_KIND_LABELS.length;
+
+export const DURATION_BUCKETS = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.05] as const;
+
+/**
+ * A Prometheus histogram per endpoint whose observation is a few array writes. prom-client's own
+ * Histogram hashes the label values on every observation (about as long as a whole open decision), so
+ * this one keeps plain arrays and gives prom-client's registry the same exposition at scrape time.
+ */
+interface Sample {
+  readonly metricName: string;
+  readonly labels: Readonly<Record<string, string | number>>;
+  readonly value: number;
+}
+
+class EndpointHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly buckets: Float64Array[] = ENDPOINTS.map(() => new Float64Array(DURATION_BUCKETS.length));
+  private readonly sums = new Float64Array(ENDPOINTS.length);
+  private readonly counts = new Float64Array(ENDPOINTS.length);
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+
+  observe(endpoint: number, seconds: number): void {
+    const b = this.buckets[endpoint]!;
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
+    if (i < DURATION_BUCKETS.length) b[i]! += 1;
+    this.sums[endpoint]! += seconds;
+    this.counts[endpoint]! += 1;
+  }
+
+  /** What prom-client's registry asks every metric for (its Histogram returns the same shape). */
+  get(): Promise<{ name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: Sample[] }> {
+    const values: Sample[] = [];
+    ENDPOINTS.forEach((endpoint, e) => {
+      const count = this.counts[e]!;
+      if (count === 0) return;
+      let cumulative = 0;
+      DURATION_BUCKETS.forEach((le, i) => {
+        cumulative += this.buckets[e]![i]!;
+        values.push({ metricName: `${this.name}_bucket`, labels: { le, endpoint }, value: cumulative });
+      });
+      values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', endpoint }, value: count });
+      values.push({ metricName: `${this.name}_sum`, labels: { endpoint }, value: this.sums[e]! });
+      values.push({ metricName: `${this.name}_count`, labels: { endpoint }, value: count });
+    });
+    return Promise.resolve({ name: this.name, help: this.help, type: 'histogram', aggregator: 'sum', values });
+  }
+
+  reset(): void {
+    for (const b of this.buckets) b.fill(0);
+    this.sums.fill(0);
+    this.counts.fill(0);
+  }
+}
+
+/**
+ * svc-auth's metrics, in their own registry, served on their own port. The per-request work is a few
+ * increments of plain arrays; they reach prom-client's metrics at scrape time. Everything about the
+ * snapshot is set on swap or computed at scrape time.
+ */
+export class AuthMetrics {
+  readonly registry = new Registry();
+  private readonly decisionCounts = new Float64Array(CELLS);
+  private readonly decisionPushed = new Float64Array(CELLS);
+  private readonly durations: EndpointHistogram;
+  private readonly reloadFailures: Counter<'source'>;
+  private readonly reloads: Counter<'source' | 'result'>;
+  private readonly snapshotInfo: Gauge<'generation'>;
+  private readonly scopes: Gauge;
+  private readonly tokens: Gauge;
+  private readonly loadSeconds: Gauge;
+  private readonly ready: Gauge;
+  private loadedAt: number | null = null;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    const decisions: Counter<'endpoint' | 'outcome' | 'scope_kind'> = new Counter({
+      name: 'svc_auth_decisions_total',
+      help: 'Answers of the auth endpoints, by endpoint, outcome and kind of the governing scope.',
+      labelNames: ['endpoint', 'outcome', 'scope_kind'] as const,
+      registers,
+      collect: () => {
+        for (let i = 0; i < CELLS; i++) {
+          const delta = this.decisionCounts[i]! - this.decisionPushed[i]!;
+          if (delta === 0) continue;
+          this.decisionPushed[i] = this.decisionCounts[i]!;
+          const kind = i % SCOPE_KIND_LABELS.length;
+          const outcome = Math.floor(i / SCOPE_KIND_LABELS.length) % OUTCOMES.length;
+          const endpoint = Math.floor(i / (SCOPE_KIND_LABELS.length * OUTCOMES.length));
+          decisions.labels(ENDPOINTS[endpoint]!, OUTCOMES[outcome]!, SCOPE_KIND_LABELS[kind]!).inc(delta);
+        }
+      },
+    });
+    this.durations = new EndpointHistogram('svc_auth_decision_duration_seconds', 'Time from receiving an auth request to having written its answer.');
+    this.registry.registerMetric(this.durations as unknown as Metric);
+    this.reloadFailures = new Counter({
+      name: 'svc_auth_reload_failures_total',
+      help: 'Reloads refused because a manifest or snapshot was invalid or unreadable; the previous snapshot stays in service.',
+      labelNames: ['source'] as const,
+      registers,
+    });
+    this.reloads = new Counter({
+      name: 'svc_auth_reloads_total',
+      help: 'Reload attempts that changed something, by source and result (loaded or failed).',
+      labelNames: ['source', 'result'] as const,
+      registers,
+    });
+    this.snapshotInfo = new Gauge({
+      name: 'svc_auth_snapshot_info',
+      help: 'The generation (content hash) of the snapshot in service; 1 for the current one.',
+      labelNames: ['generation'] as const,
+      registers,
+    });
+    const age: Gauge = new Gauge({
+      name: 'svc_auth_snapshot_age_seconds',
+      help: 'Seconds since the snapshot in service was loaded (swapped in).',
+      registers,
+      collect: () => {
+        if (this.loadedAt === null) age.reset();
+        else age.set((Date.now() - this.loadedAt) / 1000);
+      },
+    });
+    this.scopes = new Gauge({ name: 'svc_auth_snapshot_scopes', help: 'Closed scopes in the snapshot in service.', registers });
+    this.tokens = new Gauge({ name: 'svc_auth_snapshot_tokens', help: 'Token records in the snapshot in service.', registers });
+    this.loadSeconds = new Gauge({ name: 'svc_auth_snapshot_load_seconds', help: 'Wall time the last successful reload took (read, verify, build).', registers });
+    this.ready = new Gauge({ name: 'svc_auth_ready', help: '1 once a snapshot is loaded (and not draining), else 0.', registers });
+    this.ready.set(0);
+  }
+
+  /** The per-request part: two array increments and a bucket search. */
+  decision(endpoint: EndpointName, outcome: AnswerOutcome, kind: ScopeKindLabel, seconds: number): void {
+    const e = ENDPOINT_INDEX[endpoint];
+    this.decisionCounts[(e * OUTCOMES.length + OUTCOME_INDEX[outcome]) * SCOPE_KIND_LABELS.length + KIND_INDEX[kind]]! += 1;
+    this.durations.observe(e, seconds);
+  }
+
+  swapped(index: AccessIndex, loadMs: number, source: string, now = Date.now()): void {
+    this.snapshotInfo.reset();
+    this.snapshotInfo.labels(index.generation).set(1);
+    this.scopes.set(index.scopeCount);
+    this.tokens.set(index.tokenCount);
+    this.loadSeconds.set(loadMs / 1000);
+    this.loadedAt = now;
+    this.reloads.labels(source, 'loaded').inc();
+  }
+
+  /** Makes the source's counters exist at 0, so alerts on their increase work from the first scrape. */
+  sourceKnown(source: string): void {
+    this.reloadFailures.labels(source).inc(0);
+  }
+
+  reloadFailed(source: string): void {
+    this.reloadFailures.labels(source).inc();
+    this.reloads.labels(source, 'failed').inc();
+  }
+
+  setReady(ready: boolean): void {
+    this.ready.set(ready ? 1 : 0);
+  }
+}

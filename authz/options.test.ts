@@ -1,0 +1,75 @@
+import { describe, expect, it } from '@jest/globals';
+import { parseArgs } from './args.js';
+import { accessConfig, parseHostPort, UsageError } from './options.js';
+
+describe('parseHostPort', () => {
+  it.each([
+    ['127.0.0.1:8080', { host: '127.0.0.1', port: 8080 }],
+    ['0.0.0.0:0', { host: '0.0.0.0', port: 0 }],
+    [':9090', { host: '0.0.0.0', port: 9090 }],
+    ['[::1]:8080', { host: '::1', port: 8080 }],
+    ['localhost:8080', { host: 'localhost', port: 8080 }],
+  ])('%s', (value, expected) => {
+    expect(parseHostPort('--listen', value)).toEqual(expected);
+  });
+
+  it.each(['8080', '127.0.0.1', '::1:8080', '127.0.0.1:65536', '[nothost]:1', 'a b:1'])('refuses %s', (value) => {
+    expect(() => parseHostPort('--listen', value)).toThrow(UsageError);
+  });
+});
+
+describe('accessConfig', () => {
+  it('turns the flags into the decision configuration', () => {
+    expect(accessConfig({ wafPrefix: '/data', apiPrefix: '/oapi', tokenQueryParam: 'token' })).toEqual({ wafPrefix: ['data'], apiPrefix: ['oapi'], tokenParam: 'token' });
+    expect(accessConfig({ wafPrefix: '/files/waf/', apiPrefix: '/api', tokenQueryParam: '' }).tokenParam).toBeNull();
+  });
+
+  it.each([
+    [{ wafPrefix: '/', apiPrefix: '/oapi', tokenQueryParam: 'token' }, /--waf-prefix/],
+    [{ wafPrefix: '/data', apiPrefix: '/data/api', tokenQueryParam: 'token' }, /overlap/],
+    [{ wafPrefix: '/data', apiPrefix: '/oapi', tokenQueryParam: 'to ken' }, /--token-query-param/],
+  ])('refuses %j', (flags, message) => {
+    expect(() => accessConfig(flags)).toThrow(message);
+  });
+});
+
+describe('parseArgs', () => {
+  const io = () => {
+    const out = { out: '', err: '' };
+    return { out, io: { out: (s: string) => (out.out += s), err: (s: string) => (out.err += s) } };
+  };
+
+  it('applies the defaults', () => {
+    const { io: sink } = io();
+    const parsed = parseArgs(['--scopes-dir', '.'], sink);
+    expect(parsed).toMatchObject({
+      listen: { host: '0.0.0.0', port: 8080 },
+      metricsListen: { host: '0.0.0.0', port: 9090 },
+      access: { wafPrefix: ['data'], apiPrefix: ['oapi'], tokenParam: 'token' },
+      source: { kind: 'scopes-dir' },
+      logLevel: 'info',
+    });
+  });
+
+  it('takes a snapshot file whose directory exists, even before the file does', () => {
+    const { io: sink } = io();
+    expect(parseArgs(['--snapshot-file', './not-yet.json', '--token-query-param', ''], sink)).toMatchObject({ source: { kind: 'snapshot-file' }, access: { tokenParam: null } });
+  });
+
+  it.each([
+    [['--scopes-dir', '.', '--listen', '127.0.0.1:9090', '--metrics-listen', '127.0.0.1:9090'], /must differ/],
+    [['--scopes-dir', '.', '--log-level', 'loud'], /Allowed choices/],
+    [['--snapshot-file', '/nonexistent/dir/snap'], /does not exist/],
+    [['--scopes-dir', '.', 'extra'], /too many arguments|unexpected/i],
+  ])('%j is a usage error (exit 2)', (args, message) => {
+    const { out, io: sink } = io();
+    expect(parseArgs(args, sink)).toEqual({ exit: 2 });
+    expect(out.err).toMatch(message);
+  });
+
+  it('--help exits 0', () => {
+    const { out, io: sink } = io();
+    expect(parseArgs(['--help'], sink)).toEqual({ exit: 0 });
+    expect(out.out).toContain('--scopes-dir');
+  });
+});

@@ -1,0 +1,438 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { request, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
+import { Writable } from 'node:stream';
+import {
+  buildIndex,
+  compileSnapshot,
+  DEFAULT_CONFIG,
+  formatGeneratedToken,
+  hashToken,
+  newProtectedScope,
+  scopeKey,
+  tokenIdOf,
+  type AccessIndex,
+  type Scope,
+  type TokenRecord,
+} from '../core/index.js';
+import { createLogger } from './log.js';
+import { startServer, type RunningServer } from './server.js';
+import type { SnapshotSink, SnapshotSource } from './sources/source.js';
+
+// The real server on 127.0.0.1:0, hit with real HTTP: every endpoint × every row of ACCESS-RULES.md
+// "Answers". Tokens come from fixed seeds and are referred to by name; no assertion message prints one.
+
+const tok = (seed: string) => formatGeneratedToken(createHash('sha256').update(`server-test-${seed}`).digest());
+const idOf = (token: string) => tokenIdOf(hashToken(token));
+
+const TOPIC: Scope = { kind: 'topic', value: 'origin.a.wis2.mw-met.data.core' };
+const DATASET: Scope = { kind: 'dataset', value: 'urn:wmo:md:mw-met:obs' };
+const PROCESSES: Scope = { kind: 'path', value: 'processes/svc' };
+const STATIONS: Scope = { kind: 'path', value: 'collections/stations' };
+
+const T_TOPIC = tok('topic');
+const T_EXPIRED = tok('expired');
+const T_DATASET = tok('dataset');
+const T_PROCESSES = tok('processes');
+const T_STATIONS = tok('stations');
+const T_UNKNOWN = tok('unknown');
+const T_BAD_CHECKSUM = `${T_TOPIC.slice(0, -1)}${T_TOPIC.endsWith('A') ? 'B' : 'A'}`;
+const ALL_TOKENS = [T_TOPIC, T_EXPIRED, T_DATASET, T_PROCESSES, T_STATIONS, T_UNKNOWN, T_BAD_CHECKSUM];
+
+function record(token: string, expiresAt?: string): TokenRecord {
+  const hash = hashToken(token);
+  return { id: tokenIdOf(hash), hash, createdAt: '2026-11-01T00:00:00Z', ...(expiresAt ? { expiresAt } : {}) };
+}
+
+function fixtureIndex(): AccessIndex {
+  const snapshot = compileSnapshot([
+    newProtectedScope(TOPIC, 'topic', undefined, [record(T_TOPIC), record(T_EXPIRED, '2020-01-01T00:00:00Z')]),
+    newProtectedScope(DATASET, 'dataset', undefined, [record(T_DATASET)]),
+    newProtectedScope(PROCESSES, 'processes', undefined, [record(T_PROCESSES)]),
+    newProtectedScope(STATIONS, 'stations', undefined, [record(T_STATIONS)]),
+  ]);
+  const built = buildIndex(snapshot.generation, snapshot.lines);
+  if (!built.ok) throw new Error(built.error);
+  return built.value;
+}
+
+/** A source that hands over a fixed index (or nothing, for the not-ready cases). */
+class StaticSource implements SnapshotSource {
+  readonly kind = 'static';
+  readonly origin = 'test';
+  constructor(private readonly index: AccessIndex | null) {}
+  start(sink: SnapshotSink): Promise<void> {
+    if (this.index) sink.loaded({ index: this.index, origin: this.origin, loadMs: 0 });
+    return Promise.resolve();
+  }
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** An index whose every lookup throws: the internal-error path. */
+function brokenIndex(): AccessIndex {
+  const boom = () => {
+    throw new Error('simulated internal error');
+  };
+  const broken = new Proxy(new Map(), { get: boom });
+  return { generation: 'broken', scopeCount: 1, tokenCount: 1, topics: broken, datasets: broken, paths: broken, allTokens: broken } as unknown as AccessIndex;
+}
+
+class Capture extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.text += chunk.toString('utf8');
+    done();
+  }
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  distinct: NodeJS.Dict<string[]>;
+  body: string;
+}
+
+/** A request sent with its path exactly as given (a URL string would be normalized by WHATWG URL first). */
+function http(base: string, method: string, path: string, headers: Record<string, string>): Promise<Answer> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: hostname, port, method, path, headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, distinct: res.headersDistinct, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+type Endpoint = 'auth-request' | 'auth-request-url' | 'authorize' | 'forward-auth' | 'ext-authz';
+const NGINX: readonly Endpoint[] = ['auth-request', 'auth-request-url', 'authorize'];
+const PROXY: readonly Endpoint[] = ['forward-auth', 'ext-authz'];
+const ENDPOINTS: readonly Endpoint[] = [...NGINX, ...PROXY];
+
+interface Original {
+  method?: string;
+  target: string;
+  authorization?: string;
+  extra?: Record<string, string>;
+}
+
+/** Sends the original request the way each proxy contract does. */
+function ask(base: string, endpoint: Endpoint, o: Original): Promise<Answer> {
+  const method = o.method ?? 'GET';
+  const auth: Record<string, string> = o.authorization ? { Authorization: o.authorization } : {};
+  const extra = o.extra ?? {};
+  switch (endpoint) {
+    case 'auth-request':
+      return http(base, 'GET', '/authz/auth-request', { 'X-Original-Method': method, 'X-Original-URI': o.target, ...auth, ...extra });
+    case 'auth-request-url':
+      return http(base, 'GET', '/authz/auth-request', { 'X-Original-Method': method, 'X-Original-URL': `https://data.example.org${o.target}`, ...auth, ...extra });
+    case 'authorize':
+      return http(base, 'GET', '/authorize', { 'X-Api-Http-Method': method, 'X-Original-URI': o.target, ...auth, ...extra });
+    case 'forward-auth':
+      return http(base, 'GET', '/authz/forward-auth', { 'X-Forwarded-Method': method, 'X-Forwarded-Uri': o.target, ...auth, ...extra });
+    case 'ext-authz':
+      return http(base, method, `/authz/ext-authz${o.target}`, { ...auth, ...extra });
+  }
+}
+
+const isNginx = (e: Endpoint) => NGINX.includes(e);
+
+function expectNoStoreAndBody(e: Endpoint, a: Answer, status: number): void {
+  expect(a.status).toBe(status);
+  expect(a.headers['cache-control']).toBe('no-store');
+  if (status === 200 || isNginx(e)) {
+    expect(a.body).toBe('');
+  } else {
+    expect(a.headers['content-type']).toBe('application/problem+json');
+    const problem = JSON.parse(a.body) as { status: number; title: string };
+    expect(problem.status).toBe(status);
+    expect(typeof problem.title).toBe('string');
+  }
+}
+
+const WAF_TOPIC = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/weather/x.bufr4';
+const WAF_OPEN = '/data/2026-11-21/wis/origin/a/wis2/other/data/core/weather/x.bufr4';
+const WAF_BOTH = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/urn:wmo:md:mw-met:obs/x.bufr4';
+const PROCESS = '/oapi/processes/svc-synop2bufr/execution';
+const bearer = (t: string) => `Bearer ${t}`;
+
+describe('svc-auth endpoints × answers', () => {
+  let server: RunningServer;
+  const log = new Capture();
+
+  beforeAll(async () => {
+    const { logger } = createLogger('debug', log);
+    server = await startServer({
+      listen: { host: '127.0.0.1', port: 0 },
+      metricsListen: { host: '127.0.0.1', port: 0 },
+      access: DEFAULT_CONFIG,
+      source: new StaticSource(fixtureIndex()),
+      logger,
+    });
+    await server.firstLoad;
+  });
+  afterAll(() => server.shutdown());
+
+  describe.each(ENDPOINTS)('%s', (e) => {
+    it('open: exactly 200, empty body, no grant headers', async () => {
+      const a = await ask(server.url, e, { target: WAF_OPEN });
+      expectNoStoreAndBody(e, a, 200);
+      expect(a.headers['x-auth-request-scope']).toBeUndefined();
+      expect(a.headers['x-auth-request-token-id']).toBeUndefined();
+      expect(a.headers['www-authenticate']).toBeUndefined();
+    });
+
+    it('granted: 200 with the scope and token id', async () => {
+      const a = await ask(server.url, e, { target: WAF_TOPIC, authorization: bearer(T_TOPIC) });
+      expectNoStoreAndBody(e, a, 200);
+      expect(a.headers['x-auth-request-scope']).toBe(scopeKey(TOPIC));
+      expect(a.headers['x-auth-request-token-id']).toBe(idOf(T_TOPIC));
+    });
+
+    it('granted through the query argument and through Basic', async () => {
+      const q = await ask(server.url, e, { target: `${PROCESS}?token=${T_PROCESSES}`, method: 'POST' });
+      expectNoStoreAndBody(e, q, 200);
+      expect(q.headers['x-auth-request-scope']).toBe(scopeKey(PROCESSES));
+      const basic = await ask(server.url, e, { target: WAF_TOPIC, authorization: `Basic ${Buffer.from(`user:${T_TOPIC}`).toString('base64')}` });
+      expectNoStoreAndBody(e, basic, 200);
+      expect(basic.headers['x-auth-request-token-id']).toBe(idOf(T_TOPIC));
+    });
+
+    it('no token on a WAF path: 401 with a Bearer and a Basic challenge', async () => {
+      const a = await ask(server.url, e, { target: WAF_TOPIC });
+      expectNoStoreAndBody(e, a, 401);
+      expect(a.distinct['www-authenticate']).toEqual(['Bearer realm="svc"', 'Basic realm="svc"']);
+    });
+
+    it('no token on an API path: 401 with a Bearer challenge only', async () => {
+      const a = await ask(server.url, e, { target: PROCESS, method: 'POST' });
+      expectNoStoreAndBody(e, a, 401);
+      expect(a.distinct['www-authenticate']).toEqual(['Bearer realm="svc"']);
+    });
+
+    it.each([
+      ['unknown', T_UNKNOWN],
+      ['expired', T_EXPIRED],
+      ['badly checksummed', T_BAD_CHECKSUM],
+    ])('%s token: 401 invalid_token', async (_name, token) => {
+      const a = await ask(server.url, e, { target: WAF_TOPIC, authorization: bearer(token) });
+      expectNoStoreAndBody(e, a, 401);
+      expect(a.distinct['www-authenticate']).toEqual(['Bearer realm="svc", error="invalid_token"']);
+      expect(a.headers['x-auth-request-scope']).toBeUndefined();
+    });
+
+    it("another scope's token: 403 insufficient_scope naming the governing scope", async () => {
+      const a = await ask(server.url, e, { target: WAF_TOPIC, authorization: bearer(T_PROCESSES) });
+      expectNoStoreAndBody(e, a, 403);
+      expect(a.distinct['www-authenticate']).toEqual([`Bearer realm="svc", error="insufficient_scope", scope="${scopeKey(TOPIC)}"`]);
+    });
+
+    it('two kinds governing at once: the scopes are space-joined, and a token of either grants', async () => {
+      const a = await ask(server.url, e, { target: WAF_BOTH, authorization: bearer(T_STATIONS) });
+      expectNoStoreAndBody(e, a, 403);
+      const challenge = a.distinct['www-authenticate']![0]!;
+      const scopes = /scope="([^"]*)"/.exec(challenge)![1]!.split(' ').sort();
+      expect(scopes).toEqual([scopeKey(DATASET), scopeKey(TOPIC)].sort());
+      const granted = await ask(server.url, e, { target: WAF_BOTH, authorization: bearer(T_DATASET) });
+      expectNoStoreAndBody(e, granted, 200);
+      expect(granted.headers['x-auth-request-scope']).toBe(scopeKey(DATASET));
+    });
+
+    it('stations: reads are open, writes governed by the method from the contract', async () => {
+      expectNoStoreAndBody(e, await ask(server.url, e, { target: '/oapi/collections/stations/items', method: 'GET' }), 200);
+      expectNoStoreAndBody(e, await ask(server.url, e, { target: '/oapi/collections/stations/items', method: 'POST' }), 401);
+      expectNoStoreAndBody(e, await ask(server.url, e, { target: '/oapi/collections/stations/items', method: 'PUT', authorization: bearer(T_STATIONS) }), 200);
+    });
+
+    it.each([
+      ['an encoded slash', '/data/origin/a/wis2/mw-met%2Fdata/core/x'],
+      ['an encoded NUL', '/data/origin/a/wis2/mw-met/data/core/x%00.bufr4'],
+      ['an encoded newline', '/data/origin/a/wis2/mw-met/data/core/x%0a.bufr4'],
+      ['a backslash', '/data/origin/a/wis2/mw-met/data/core\\x.bufr4'],
+      ['a ; parameter', '/data/origin/a/wis2/mw-met/data/core;x=1/x'],
+      ['double encoding', '/data/origin/a/wis2/mw-met/data/core/%252e%252e/x'],
+    ])('malformed path (%s): 403 on nginx endpoints, 400 elsewhere, never 200 even with a valid token', async (_name, target) => {
+      const a = await ask(server.url, e, { target, authorization: bearer(T_TOPIC) });
+      expectNoStoreAndBody(e, a, isNginx(e) ? 403 : 400);
+    });
+
+    if (e !== 'ext-authz') {
+      it('no original target header: malformed', async () => {
+        const path = e === 'authorize' ? '/authorize' : e === 'forward-auth' ? '/authz/forward-auth' : '/authz/auth-request';
+        const a = await http(server.url, 'GET', path, { Authorization: bearer(T_TOPIC) });
+        expectNoStoreAndBody(e, a, isNginx(e) ? 403 : 400);
+      });
+    }
+  });
+
+  describe('each endpoint reads only its own contract', () => {
+    // Every foreign header points at a closed scope with no token: if any of them were read, the answer would not be 200.
+    const foreign = {
+      'X-Original-URI': WAF_TOPIC,
+      'X-Original-URL': `https://data.example.org${WAF_TOPIC}`,
+      'X-Original-Method': 'POST',
+      'X-Forwarded-Uri': WAF_TOPIC,
+      'X-Forwarded-Method': 'POST',
+      'X-Api-Http-Method': 'POST',
+    };
+    const without = (...names: string[]) => Object.fromEntries(Object.entries(foreign).filter(([k]) => !names.includes(k)));
+
+    it('/authz/auth-request uses X-Original-*, never X-Forwarded-* or X-Api-Http-Method', async () => {
+      const a = await http(server.url, 'GET', '/authz/auth-request', { ...without('X-Original-URI', 'X-Original-URL', 'X-Original-Method'), 'X-Original-URI': '/oapi/collections/stations/items', 'X-Original-Method': 'GET' });
+      expect(a.status).toBe(200);
+      const b = await http(server.url, 'GET', '/authz/auth-request', { 'X-Forwarded-Uri': WAF_TOPIC });
+      expect(b.status).toBe(403); // no X-Original-*: malformed, whatever X-Forwarded-Uri says
+    });
+
+    it('/authz/auth-request prefers X-Original-URL (absolute) over X-Original-URI', async () => {
+      const a = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_OPEN}`, 'X-Original-URI': WAF_TOPIC });
+      expect(a.status).toBe(200);
+      const b = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_TOPIC}`, 'X-Original-URI': WAF_OPEN });
+      expect(b.status).toBe(401);
+    });
+
+    it('/authorize uses X-Api-Http-Method (default GET) and X-Original-URI only', async () => {
+      const a = await http(server.url, 'GET', '/authorize', { ...without('X-Original-URI', 'X-Api-Http-Method', 'X-Original-URL'), 'X-Original-URI': '/oapi/collections/stations/items' });
+      expect(a.status).toBe(200); // X-Original-Method / X-Forwarded-Method POST ignored: the default GET applies
+      const b = await http(server.url, 'GET', '/authorize', { 'X-Original-URI': WAF_OPEN, 'X-Original-URL': `https://data.example.org${WAF_TOPIC}` });
+      expect(b.status).toBe(200);
+    });
+
+    it('/authz/forward-auth uses X-Forwarded-* only', async () => {
+      const a = await http(server.url, 'GET', '/authz/forward-auth', { ...without('X-Forwarded-Uri', 'X-Forwarded-Method'), 'X-Forwarded-Uri': '/oapi/collections/stations/items', 'X-Forwarded-Method': 'GET' });
+      expect(a.status).toBe(200);
+      const b = await http(server.url, 'GET', '/authz/forward-auth', { 'X-Original-URI': WAF_TOPIC });
+      expect(b.status).toBe(400);
+    });
+
+    it('/authz/ext-authz uses its own method and path (with the query) only', async () => {
+      const a = await http(server.url, 'GET', '/authz/ext-authz/oapi/collections/stations/items?f=json', foreign);
+      expect(a.status).toBe(200);
+      const b = await http(server.url, 'POST', `/authz/ext-authz${PROCESS}?token=${T_PROCESSES}`, { 'X-Forwarded-Uri': WAF_OPEN, 'X-Original-URI': WAF_OPEN });
+      expect(b.status).toBe(200);
+      expect(b.headers['x-auth-request-scope']).toBe(scopeKey(PROCESSES));
+    });
+
+    it('a repeated original-target header is malformed, not joined or first-wins', async () => {
+      const { hostname, port } = new URL(server.url);
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => {
+          socket.end(`GET /authz/auth-request HTTP/1.1\r\nHost: x\r\nX-Original-URI: ${WAF_OPEN}\r\nX-Original-URI: ${WAF_TOPIC}\r\nConnection: close\r\n\r\n`);
+        });
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (text += c));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      expect(raw).toMatch(/^HTTP\/1\.1 403 /);
+    });
+  });
+
+  it('health and readiness are served by the app; /metrics is not on the main port', async () => {
+    expect((await http(server.url, 'GET', '/healthz', {})).status).toBe(200);
+    const ready = await http(server.url, 'GET', '/readyz', {});
+    expect(ready.status).toBe(200);
+    expect(ready.headers['x-powered-by']).toBeUndefined();
+    expect(ready.headers.etag).toBeUndefined();
+    expect((await http(server.url, 'GET', '/metrics', {})).status).toBe(404);
+    expect((await http(server.url, 'GET', '/authz/unknown', {})).status).toBe(404);
+  });
+
+  it('exposes decisions, latency and snapshot metrics on the metrics port', async () => {
+    await ask(server.url, 'auth-request', { target: WAF_TOPIC, authorization: bearer(T_TOPIC) });
+    const m = await http(server.metricsUrl, 'GET', '/metrics', {});
+    expect(m.status).toBe(200);
+    expect(m.body).toMatch(/^svc_auth_decisions_total\{endpoint="auth-request",outcome="granted",scope_kind="topic"\} [1-9]/m);
+    expect(m.body).toMatch(/^svc_auth_decisions_total\{endpoint="forward-auth",outcome="malformed",scope_kind="none"\} [1-9]/m);
+    expect(m.body).toMatch(/^svc_auth_decision_duration_seconds_bucket\{le="\+Inf",endpoint="auth-request"\} [1-9]/m);
+    expect(m.body).toMatch(/^svc_auth_decision_duration_seconds_count\{endpoint="ext-authz"\} [1-9]/m);
+    expect(m.body).toContain(`svc_auth_snapshot_info{generation="${server.state.index!.generation}"} 1`);
+    expect(m.body).toMatch(/^svc_auth_snapshot_scopes 4$/m);
+    expect(m.body).toMatch(/^svc_auth_snapshot_tokens 5$/m);
+    expect(m.body).toMatch(/^svc_auth_snapshot_age_seconds \d/m);
+    expect(m.body).toMatch(/^svc_auth_reload_failures_total\{source="static"\} 0$/m);
+    expect(m.body).toMatch(/^svc_auth_ready 1$/m);
+    expect(m.body).toMatch(/^process_resident_memory_bytes \d+/m);
+  });
+
+  it('logs decisions with scope and token id, the normalized path, and never a token or a raw target', async () => {
+    await ask(server.url, 'auth-request', { target: `/data/x/./origin/a/wis2/mw-met/data/core//y.bufr4?token=${T_TOPIC}&x=1` });
+    await new Promise((resolve) => setImmediate(resolve));
+    const lines = log.text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const granted = lines.find((l) => l.outcome === 'granted' && l.tokenSource === 'query' && l.endpoint === 'auth-request' && String(l.path).startsWith('/data/x/'));
+    expect(granted).toMatchObject({ msg: 'decision', level: 'info', endpoint: 'auth-request', method: 'GET', path: '/data/x/origin/a/wis2/mw-met/data/core/y.bufr4', scope: scopeKey(TOPIC), tokenId: idOf(T_TOPIC) });
+    expect(lines.some((l) => l.outcome === 'insufficient-scope' && l.tokenId === idOf(T_PROCESSES))).toBe(true);
+    expect(lines.some((l) => l.outcome === 'open' && l.level === 'debug')).toBe(true);
+    for (const t of ALL_TOKENS) {
+      if (log.text.includes(t)) throw new Error('a token plaintext appears in the log'); // never print the token itself
+    }
+    expect(log.text).not.toContain('token=');
+    expect(log.text).not.toMatch(/authorization/i);
+  });
+});
+
+describe('svc-auth without a snapshot', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer({
+      listen: { host: '127.0.0.1', port: 0 },
+      metricsListen: { host: '127.0.0.1', port: 0 },
+      access: DEFAULT_CONFIG,
+      source: new StaticSource(null),
+      logger: createLogger('silent').logger,
+    });
+  });
+  afterAll(() => server.shutdown());
+
+  it.each(ENDPOINTS)('%s never answers 200: 403 on nginx endpoints, 503 elsewhere', async (e) => {
+    for (const o of [{ target: WAF_OPEN }, { target: WAF_TOPIC, authorization: bearer(T_TOPIC) }, { target: '/' }]) {
+      const a = await ask(server.url, e, o);
+      expectNoStoreAndBody(e, a, isNginx(e) ? 403 : 503);
+    }
+  });
+
+  it('is alive but not ready', async () => {
+    expect((await http(server.url, 'GET', '/healthz', {})).status).toBe(200);
+    expect((await http(server.url, 'GET', '/readyz', {})).status).toBe(503);
+    const m = await http(server.metricsUrl, 'GET', '/metrics', {});
+    expect(m.body).toMatch(/^svc_auth_ready 0$/m);
+    expect(m.body).toMatch(/^svc_auth_decisions_total\{endpoint="ext-authz",outcome="unavailable",scope_kind="none"\} [1-9]/m);
+  });
+});
+
+describe('svc-auth on an internal error', () => {
+  let server: RunningServer;
+  const log = new Capture();
+  beforeAll(async () => {
+    server = await startServer({
+      listen: { host: '127.0.0.1', port: 0 },
+      metricsListen: { host: '127.0.0.1', port: 0 },
+      access: DEFAULT_CONFIG,
+      source: new StaticSource(brokenIndex()),
+      logger: createLogger('info', log).logger,
+    });
+    await server.firstLoad;
+  });
+  afterAll(() => server.shutdown());
+
+  it.each(ENDPOINTS)('%s never answers 200: 403 on nginx endpoints, 503 elsewhere', async (e) => {
+    for (const o of [{ target: WAF_OPEN }, { target: WAF_TOPIC, authorization: bearer(T_TOPIC) }]) {
+      const a = await ask(server.url, e, o);
+      expectNoStoreAndBody(e, a, isNginx(e) ? 403 : 503);
+    }
+  });
+
+  it('counts and logs the error, and keeps serving', async () => {
+    const m = await http(server.metricsUrl, 'GET', '/metrics', {});
+    expect(m.body).toMatch(/^svc_auth_decisions_total\{endpoint="auth-request",outcome="error",scope_kind="none"\} [1-9]/m);
+    expect(log.text).toContain('simulated internal error');
+    expect((await http(server.url, 'GET', '/healthz', {})).status).toBe(200);
+  });
+});

@@ -1,0 +1,174 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { Logger } from 'pino';
+import type { AccessConfig, AccessIndex } from '../core/index.js';
+import { createAuthHandler, type ServingState } from './auth-endpoints.js';
+import { AuthMetrics } from './metrics.js';
+import type { HostPort } from './options.js';
+import type { LoadedSnapshot, SnapshotSink, SnapshotSource, SourceFailure } from './sources/source.js';
+
+export interface ServerOptions {
+  readonly listen: HostPort;
+  readonly metricsListen: HostPort;
+  readonly access: AccessConfig;
+  readonly source: SnapshotSource;
+  readonly logger: Logger;
+  readonly metrics?: AuthMetrics;
+  /** How long SIGTERM waits for in-flight requests before closing what is left. */
+  readonly drainTimeoutMs?: number;
+}
+
+export interface RunningServer {
+  readonly url: string;
+  readonly metricsUrl: string;
+  readonly address: AddressInfo;
+  readonly metricsAddress: AddressInfo;
+  readonly state: SnapshotState;
+  readonly metrics: AuthMetrics;
+  /** Settles once the source's first load attempt has finished (loaded or refused). */
+  readonly firstLoad: Promise<void>;
+  /** Stops accepting, lets in-flight requests finish (bounded), stops the source and the metrics port. */
+  shutdown(): Promise<void>;
+}
+
+/** The snapshot in service. The auth endpoints read `index` once per request; a reload replaces it whole. */
+export class SnapshotState implements ServingState {
+  index: AccessIndex | null = null;
+  draining = false;
+  loadedAt: number | null = null;
+
+  get ready(): boolean {
+    return this.index !== null && !this.draining;
+  }
+}
+
+function urlOf(a: AddressInfo): string {
+  return `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+}
+
+function listen(server: Server, at: HostPort): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (e: Error) => reject(e);
+    server.once('error', onError);
+    server.listen(at.port, at.host, () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+function plain(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Starts svc-auth: the auth endpoints and Express on one port, Prometheus metrics on another, and the source. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const { logger, source } = options;
+  const metrics = options.metrics ?? new AuthMetrics();
+  const state = new SnapshotState();
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.get('/healthz', (_req, res) => {
+    res.set('Cache-Control', 'no-store').type('text/plain').send('ok\n');
+  });
+  app.get('/readyz', (_req, res) => {
+    res.set('Cache-Control', 'no-store').type('text/plain');
+    if (state.draining) res.status(503).send('draining\n');
+    else if (state.index === null) res.status(503).send('not ready: no snapshot loaded yet\n');
+    else res.send(`ready: generation ${state.index.generation}\n`);
+  });
+  app.use((_req, res) => {
+    res.status(404).set('Cache-Control', 'no-store').type('text/plain').send('not found\n');
+  });
+
+  const auth = createAuthHandler({ access: options.access, state, metrics, logger });
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (!auth(req, res)) {
+      if (state.draining) res.shouldKeepAlive = false;
+      app(req, res);
+    }
+  });
+  // Longer than the usual proxy upstream idle timeouts, so the proxy closes idle connections first.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+
+  const metricsServer = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/metrics') return plain(res, 404, 'not found: see /metrics\n');
+    metrics.registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(text) });
+        res.end(text);
+      },
+      (e: unknown) => {
+        logger.error({ err: e }, 'metrics collection failed');
+        plain(res, 500, 'metrics collection failed\n');
+      },
+    );
+  });
+
+  let address: AddressInfo;
+  let metricsAddress: AddressInfo;
+  try {
+    address = await listen(server, options.listen);
+    metricsAddress = await listen(metricsServer, options.metricsListen);
+  } catch (e) {
+    server.close();
+    metricsServer.close();
+    throw e;
+  }
+
+  const sink: SnapshotSink = {
+    loaded(s: LoadedSnapshot) {
+      const previous = state.index;
+      state.index = s.index;
+      state.loadedAt = Date.now();
+      metrics.swapped(s.index, s.loadMs, source.kind, state.loadedAt);
+      metrics.setReady(state.ready);
+      logger.info(
+        { source: source.kind, origin: s.origin, generation: s.index.generation, previous: previous?.generation ?? null, scopes: s.index.scopeCount, tokens: s.index.tokenCount, loadMs: Math.round(s.loadMs) },
+        'snapshot loaded',
+      );
+    },
+    failed(f: SourceFailure) {
+      metrics.reloadFailed(source.kind);
+      const kept = state.index === null ? 'no snapshot loaded yet: not ready, nothing is allowed' : `keeping generation ${state.index.generation}`;
+      for (const p of f.problems) {
+        logger.error({ source: source.kind, origin: f.origin, file: p.file, field: p.field, message: p.message }, `snapshot rejected; ${kept}`);
+      }
+    },
+  };
+  metrics.sourceKnown(source.kind);
+  const firstLoad = source.start(sink).catch((e: unknown) => {
+    logger.error({ err: e, source: source.kind }, 'the snapshot source failed to start');
+  });
+
+  let stopping: Promise<void> | null = null;
+  const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
+  function shutdown(): Promise<void> {
+    stopping ??= (async () => {
+      state.draining = true;
+      metrics.setReady(false);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const force = setTimeout(() => {
+        logger.warn({ drainTimeoutMs }, 'drain timeout: closing the remaining connections');
+        server.closeAllConnections();
+      }, drainTimeoutMs);
+      await closed;
+      clearTimeout(force);
+      await source.stop();
+      await new Promise<void>((resolve) => {
+        metricsServer.close(() => resolve());
+        metricsServer.closeAllConnections();
+      });
+    })();
+    return stopping;
+  }
+
+  return { url: urlOf(address), metricsUrl: urlOf(metricsAddress), address, metricsAddress, state, metrics, firstLoad, shutdown };
+}

@@ -1,0 +1,180 @@
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { API_GROUP, compileSnapshot, KIND, parseManifests, validateProtectedScope, type ProtectedScope } from '../../core/index.js';
+import { buildIndexInSlices, SerialRunner, type SnapshotSink, type SnapshotSource, type SourceProblem } from './source.js';
+import { DirectoryWatch } from './watch.js';
+
+export interface ScopesDirOptions {
+  readonly debounceMs?: number;
+  readonly rescanMs?: number;
+  readonly sliceMs?: number;
+}
+
+/**
+ * The files read, as the CLI's directory backend reads them: YAML or JSON, one or several documents each;
+ * not hidden files (kubelet's `..data`, editor swap files), not kustomization files, not subdirectories.
+ */
+export const MANIFEST_FILE = /^[^.].*\.(ya?ml|json)$/i;
+const KUSTOMIZATION = /^kustomization\.ya?ml$/i;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Which documents must be valid ProtectedScopes. Objects of other kinds may share the directory (a GitOps
+ * repository holds Namespaces, ConfigMaps...) and are skipped, as the CLI skips them; but anything that
+ * claims our kind, has no kind, or is in our API group counts, so a typo in `kind` cannot silently drop a
+ * scope's tokens and open it.
+ */
+function isScopeDocument(doc: unknown): boolean {
+  if (!isRecord(doc) || doc.kind === undefined || doc.kind === KIND) return true;
+  return typeof doc.apiVersion === 'string' && doc.apiVersion.startsWith(`${API_GROUP}/`);
+}
+
+interface Entry {
+  readonly name: string;
+  readonly signature: string;
+}
+
+/**
+ * `--scopes-dir DIR`: every ProtectedScope in the directory's manifest files must be valid; they are
+ * compiled in-process into a snapshot exactly as the operator would. One invalid file refuses the whole
+ * reload, so a broken edit can never drop the tokens of the scope it protected.
+ */
+export class ScopesDirSource implements SnapshotSource {
+  readonly kind = 'scopes-dir';
+  readonly origin: string;
+  private sink: SnapshotSink | null = null;
+  private watch: DirectoryWatch | null = null;
+  private readonly runner = new SerialRunner(() => this.reload());
+  private forced = true;
+  private lastSignature: string | null = null;
+  private lastGeneration: string | null = null;
+
+  constructor(
+    private readonly dir: string,
+    private readonly options: ScopesDirOptions = {},
+  ) {
+    this.origin = dir;
+  }
+
+  async start(sink: SnapshotSink): Promise<void> {
+    this.sink = sink;
+    this.watch = new DirectoryWatch(this.dir, (reason) => this.changed(reason), {
+      debounceMs: this.options.debounceMs ?? 150,
+      rescanMs: this.options.rescanMs ?? 30_000,
+    });
+    await this.runner.trigger();
+  }
+
+  async stop(): Promise<void> {
+    this.watch?.close();
+    await this.runner.stop();
+    this.sink = null;
+  }
+
+  private changed(reason: 'event' | 'rescan'): void {
+    // An event always re-reads; the periodic rescan only when the listing's names, sizes or times moved.
+    if (reason === 'event') this.forced = true;
+    void this.runner.trigger();
+  }
+
+  private async reload(): Promise<void> {
+    const started = performance.now();
+    const forced = this.forced;
+    this.forced = false;
+    let entries: Entry[];
+    try {
+      entries = await this.list();
+    } catch (e) {
+      const signature = `error:${(e as NodeJS.ErrnoException).code ?? ''}`;
+      if (forced || signature !== this.lastSignature) {
+        this.lastSignature = signature;
+        this.fail([{ message: `cannot read the directory: ${(e as Error).message}` }]);
+      }
+      return;
+    }
+    const signature = entries.map((e) => e.signature).join('\n');
+    if (!forced && signature === this.lastSignature) return;
+    this.lastSignature = signature;
+
+    const objects: ProtectedScope[] = [];
+    const problems: SourceProblem[] = [];
+    const names = new Map<string, string>();
+    for (const [n, entry] of entries.entries()) {
+      if (n % 64 === 63) await new Promise((resolve) => setImmediate(resolve));
+      let text: string;
+      try {
+        text = await readFile(join(this.dir, entry.name), 'utf8');
+      } catch (e) {
+        problems.push({ file: entry.name, message: `cannot read the file: ${(e as Error).message}` });
+        continue;
+      }
+      const docs = parseManifests(text);
+      if (!docs.ok) {
+        problems.push({ file: entry.name, message: docs.error });
+        continue;
+      }
+      docs.value.forEach((doc, i) => {
+        if (!isScopeDocument(doc)) return;
+        const checked = validateProtectedScope(doc);
+        const where = docs.value.length > 1 ? `documents[${i}]` : '';
+        if (checked.ok) {
+          const name = checked.value.metadata.name;
+          const seen = names.get(name);
+          if (seen !== undefined) {
+            problems.push({ file: entry.name, field: [where, 'metadata.name'].filter((f) => f).join('.'), message: `ProtectedScope "${name}" is also defined in ${seen}: object names must be unique in a directory` });
+          } else {
+            names.set(name, entry.name);
+            objects.push(checked.value);
+          }
+        } else {
+          for (const e of checked.error) {
+            problems.push({ file: entry.name, field: [where, e.field].filter((s) => s.length > 0).join('.') || '(document)', message: e.message });
+          }
+        }
+      });
+    }
+    if (this.runner.isStopped) return;
+    if (problems.length > 0) {
+      this.fail(problems);
+      return;
+    }
+    const snapshot = compileSnapshot(objects);
+    if (snapshot.generation === this.lastGeneration) return;
+    const built = await buildIndexInSlices(snapshot.lines, snapshot.generation, {
+      sliceMs: this.options.sliceMs,
+      cancelled: () => this.runner.isStopped,
+    });
+    if (this.runner.isStopped) return;
+    if (!built.ok) {
+      this.fail([{ field: `scope ${built.error.line}`, message: built.error.message }]);
+      return;
+    }
+    this.lastGeneration = snapshot.generation;
+    this.sink?.loaded({ index: built.value, origin: this.dir, loadMs: performance.now() - started });
+  }
+
+  private fail(problems: SourceProblem[]): void {
+    this.sink?.failed({ origin: this.dir, problems });
+  }
+
+  /** The manifest files, sorted, each with a signature that changes whenever its content may have. */
+  private async list(): Promise<Entry[]> {
+    const dirents = await readdir(this.dir, { withFileTypes: true });
+    const names = dirents
+      .filter((d) => (d.isFile() || d.isSymbolicLink()) && MANIFEST_FILE.test(d.name) && !KUSTOMIZATION.test(d.name))
+      .map((d) => d.name)
+      .sort();
+    const entries: Entry[] = [];
+    for (const name of names) {
+      try {
+        const s = await stat(join(this.dir, name)); // follows symlinks (a mounted ConfigMap's keys are symlinks)
+        if (!s.isFile()) continue;
+        entries.push({ name, signature: `${name}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}` });
+      } catch {
+        entries.push({ name, signature: `${name}:unreadable` });
+      }
+    }
+    return entries;
+  }
+}

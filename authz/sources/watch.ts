@@ -1,0 +1,73 @@
+import { watch, type FSWatcher } from 'node:fs';
+
+export interface DirectoryWatchOptions {
+  /** Quiet time after the last event before reacting: editors and kubelet write in several steps. */
+  readonly debounceMs: number;
+  /** Safety net: a periodic check, and the moment a lost watcher is re-created. */
+  readonly rescanMs: number;
+}
+
+export type ChangeReason = 'event' | 'rescan';
+
+/**
+ * Watches one directory (not recursively) with fs.watch, debounced, plus a slow periodic rescan. Watching
+ * the directory rather than a file is what makes kubelet's ConfigMap updates visible: it writes a new
+ * timestamped directory and renames the `..data` symlink over the old one, so the watched file's inode
+ * never changes. If the directory disappears, the watcher is dropped and re-created by the next rescan.
+ */
+export class DirectoryWatch {
+  private watcher: FSWatcher | null = null;
+  private debounce: NodeJS.Timeout | null = null;
+  private readonly rescan: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly dir: string,
+    private readonly onChange: (reason: ChangeReason) => void,
+    private readonly options: DirectoryWatchOptions,
+  ) {
+    this.attach();
+    this.rescan = setInterval(() => {
+      if (!this.watcher) this.attach();
+      this.onChange('rescan');
+    }, options.rescanMs);
+    this.rescan.unref();
+  }
+
+  private attach(): void {
+    if (this.closed) return;
+    try {
+      const w = watch(this.dir, { persistent: false }, () => this.schedule());
+      w.on('error', () => {
+        w.close();
+        if (this.watcher === w) this.watcher = null;
+        this.schedule();
+      });
+      this.watcher = w;
+    } catch {
+      this.watcher = null; // missing for now; the rescan tries again
+    }
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    if (this.debounce) clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => {
+      this.debounce = null;
+      if (!this.closed) this.onChange('event');
+    }, this.options.debounceMs);
+    this.debounce.unref();
+  }
+
+  get watching(): boolean {
+    return this.watcher !== null;
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.rescan);
+    if (this.debounce) clearTimeout(this.debounce);
+    this.watcher?.close();
+    this.watcher = null;
+  }
+}

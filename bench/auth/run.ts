@@ -1,0 +1,361 @@
+// npm run bench:auth — svc-auth's hot path against a raw node:http server measured in the same run.
+//
+// svc-auth runs as its own process over a generated 10,000-scope, 100,000-token snapshot file (kubelet
+// layout, so reloads are real `..data` symlink swaps); the baseline is a node:http server answering 200
+// to everything. Both are pinned to one core and the load generator (autocannon, in this process) to the
+// other when taskset exists. Cases: (a) an open resource, (b) a protected one with a valid Bearer token,
+// (c) a wrong token, and (b) again while the snapshot is reloaded back to back. Targets: (b) at least 0.8x
+// the baseline's requests/s with a p99 at most 2x the baseline's; p99 during reloads at most 3x steady.
+//
+// Environment: BENCH_DURATION (seconds per measured run, default 5), BENCH_ROUNDS (default 2),
+// BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null).
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import autocannon from 'autocannon';
+import { compileSnapshot, formatGeneratedToken, hashToken, parseSnapshotFile, serializeSnapshot, tokenIdOf, type ProtectedScope, type Snapshot, type TokenRecord } from '../../core/index.js';
+import { buildIndexInSlices } from '../../authz/sources/source.js';
+
+const SCOPES = 10_000;
+const TOKENS_PER_SCOPE = 10;
+const DURATION = Number(process.env.BENCH_DURATION ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const WARMUP = 1.5;
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+const ROOT = resolve(import.meta.dirname, '../..');
+
+// ---------------------------------------------------------------------------------------------------
+// The snapshot: 6,000 topic scopes, 3,000 dataset scopes, 1,000 process scopes, 10 tokens each.
+
+interface Fixture {
+  readonly a: Snapshot;
+  readonly b: Snapshot;
+  /** The plaintext of one token of the protected scope; never printed. */
+  readonly token: string;
+  /** Well-formed (valid checksum) but in no scope. */
+  readonly wrongToken: string;
+  readonly protectedPath: string;
+  readonly openPath: string;
+}
+
+function randomHash(): TokenRecord['hash'] {
+  return `sha256:${randomBytes(32).toString('hex')}`;
+}
+
+function scopeSpec(i: number): Record<string, string> {
+  if (i % 10 < 6) return { topicHierarchy: `origin.a.wis2.centre-${i}.data.core` };
+  if (i % 10 < 9) return { metadataId: `urn:wmo:md:centre-${i}:surface-weather-observations` };
+  return { path: `processes/proc${i}` };
+}
+
+function makeFixture(): Fixture {
+  const token = formatGeneratedToken(randomBytes(32));
+  const wrongToken = formatGeneratedToken(randomBytes(32));
+  const createdAt = '2026-11-21T00:00:00Z';
+  const objects: ProtectedScope[] = [];
+  for (let i = 0; i < SCOPES; i++) {
+    const tokens: TokenRecord[] = [];
+    for (let j = 0; j < TOKENS_PER_SCOPE; j++) {
+      const hash = i === 42 && j === 3 ? hashToken(token) : randomHash();
+      tokens.push({ id: tokenIdOf(hash), hash, createdAt });
+    }
+    objects.push({ apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `scope-${i}` }, spec: { ...scopeSpec(i), tokens } as unknown as ProtectedScope['spec'] });
+  }
+  const a = compileSnapshot(objects);
+  // Generation b differs by one token in one scope, so every swap is a real reload.
+  const last = objects[SCOPES - 1]!;
+  const extra = randomHash();
+  objects[SCOPES - 1] = { ...last, spec: { ...last.spec, tokens: [...(last.spec.tokens ?? []), { id: tokenIdOf(extra), hash: extra, createdAt }] } as unknown as ProtectedScope['spec'] };
+  const b = compileSnapshot(objects);
+  return {
+    a,
+    b,
+    token,
+    wrongToken,
+    protectedPath: '/data/2026-11-21/wis/origin/a/wis2/centre-42/data/core/weather/surface/x.bufr4',
+    openPath: '/data/2026-11-21/wis/origin/a/wis2/centre-open/data/core/weather/surface/x.bufr4',
+  };
+}
+
+/** kubelet's layout: FILE → ..data/FILE, ..data → ..<generation>/. */
+function writeKubeletLayout(dir: string, f: Fixture): { file: string; swapTo(which: 'a' | 'b'): void } {
+  for (const [name, s] of [['..gen_a', f.a], ['..gen_b', f.b]] as const) {
+    mkdirSync(join(dir, name));
+    writeFileSync(join(dir, name, 'snapshot'), serializeSnapshot(s));
+  }
+  symlinkSync('..gen_a', join(dir, '..data'));
+  symlinkSync('..data/snapshot', join(dir, 'snapshot'));
+  return {
+    file: join(dir, 'snapshot'),
+    swapTo(which) {
+      const tmp = join(dir, '..data_tmp');
+      rmSync(tmp, { force: true });
+      symlinkSync(`..gen_${which}`, tmp);
+      renameSync(tmp, join(dir, '..data'));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Processes
+
+const hasTaskset = (() => {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolvePort(port));
+    });
+  });
+}
+
+const children: ChildProcess[] = [];
+
+function spawnPinned(args: string[]): ChildProcess {
+  const [cmd, argv] = hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...args]] : [process.execPath, args];
+  const child = spawn(cmd, argv, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return child;
+}
+
+function killAll(): void {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+}
+process.on('exit', killAll);
+
+async function waitFor(url: string, ok: (status: number, body: string) => boolean, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const r = await fetch(url);
+      const body = await r.text();
+      if (ok(r.status, body)) return body;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${url}`);
+    await sleep(20);
+  }
+}
+
+function metricValue(text: string, name: string): number | undefined {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+const BASELINE_SERVER = `
+import { createServer } from 'node:http';
+createServer((req, res) => { res.writeHead(200, { 'Content-Length': '0' }); res.end(); })
+  .listen(Number(process.argv[1]), '127.0.0.1');
+`;
+
+// ---------------------------------------------------------------------------------------------------
+// Load
+
+interface Run {
+  readonly rps: number;
+  readonly latencies: Float64Array;
+  readonly statuses: Map<number, number>;
+  readonly errors: number;
+}
+
+function load(url: string, headers: Record<string, string>, seconds: number): Promise<Run> {
+  return new Promise((resolveRun, reject) => {
+    let latencies = new Float64Array(1 << 18);
+    let n = 0;
+    const statuses = new Map<number, number>();
+    const started = performance.now();
+    const instance = autocannon({ url, connections: CONNECTIONS, pipelining: 1, duration: seconds, headers }, (err, result) => {
+      if (err) return reject(err);
+      const elapsed = (performance.now() - started) / 1000;
+      resolveRun({ rps: n / Math.min(elapsed, result.duration || elapsed), latencies: latencies.subarray(0, n), statuses, errors: result.errors + result.timeouts });
+    });
+    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+      if (n === latencies.length) {
+        const bigger = new Float64Array(latencies.length * 2);
+        bigger.set(latencies);
+        latencies = bigger;
+      }
+      latencies[n++] = responseTime;
+      statuses.set(statusCode, (statuses.get(statusCode) ?? 0) + 1);
+    });
+  });
+}
+
+interface Measured {
+  rps: number;
+  p50: number;
+  p99: number;
+  statuses: Map<number, number>;
+  errors: number;
+}
+
+function combine(runs: readonly Run[]): Measured {
+  const all = new Float64Array(runs.reduce((s, r) => s + r.latencies.length, 0));
+  let at = 0;
+  for (const r of runs) {
+    all.set(r.latencies, at);
+    at += r.latencies.length;
+  }
+  all.sort();
+  const pct = (p: number) => (all.length === 0 ? NaN : all[Math.min(all.length - 1, Math.floor((p / 100) * all.length))]!);
+  const statuses = new Map<number, number>();
+  for (const r of runs) for (const [s, c] of r.statuses) statuses.set(s, (statuses.get(s) ?? 0) + c);
+  return { rps: runs.reduce((s, r) => s + r.rps, 0) / runs.length, p50: pct(50), p99: pct(99), statuses, errors: runs.reduce((s, r) => s + r.errors, 0) };
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  if (hasTaskset) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  console.log(`bench:auth — ${SCOPES.toLocaleString('en')} scopes, ${(SCOPES * TOKENS_PER_SCOPE).toLocaleString('en')} tokens; ${CONNECTIONS} connections, ${ROUNDS} round(s) of ${DURATION}s per case; ${hasTaskset ? 'servers on CPU 0, load generator on CPU 1' : 'taskset not found: processes not pinned'}`);
+
+  const fixture = makeFixture();
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-auth-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const layout = writeKubeletLayout(dir, fixture);
+  const text = serializeSnapshot(fixture.a);
+
+  // In-process load cost of the snapshot: verification, sliced index build, retained heap.
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  let t = performance.now();
+  const parsed = parseSnapshotFile(text);
+  const verifyMs = performance.now() - t;
+  if (!parsed.ok) throw new Error(parsed.error);
+  t = performance.now();
+  const built = await buildIndexInSlices(parsed.value.lines, parsed.value.header.generation);
+  const buildMs = performance.now() - t;
+  if (!built.ok) throw new Error(built.error.message);
+  gc();
+  const indexBytes = process.memoryUsage().heapUsed - heapBefore;
+  void built.value.scopeCount; // keep the index alive until measured
+
+  const [basePort, authPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const baseline = spawnPinned(['--input-type=module', '-e', BASELINE_SERVER, String(basePort)]);
+  const useDist = process.env.BENCH_AUTH_DIST === '1';
+  const spawnedAt = performance.now();
+  spawnPinned([
+    ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts']),
+    '--snapshot-file', layout.file,
+    '--listen', `127.0.0.1:${authPort}`,
+    '--metrics-listen', `127.0.0.1:${metricsPort}`,
+    '--log-level', LOG_LEVEL,
+  ]);
+  const authBase = `http://127.0.0.1:${authPort}`;
+  const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+  await waitFor(`${authBase}/readyz`, (s) => s === 200, 60_000);
+  const readyMs = performance.now() - spawnedAt;
+  await waitFor(`http://127.0.0.1:${basePort}/`, (s) => s === 200, 10_000);
+  const m0 = await (await fetch(metricsUrl)).text();
+  const serverLoadS = metricValue(m0, 'svc_auth_snapshot_load_seconds');
+  const rss = metricValue(m0, 'process_resident_memory_bytes');
+  const heap = metricValue(m0, 'nodejs_heap_size_used_bytes');
+
+  const authUrl = `${authBase}/authz/auth-request`;
+  const cases = {
+    baseline: { url: `http://127.0.0.1:${basePort}/authz/auth-request`, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.token}` }, expect: 200 },
+    open: { url: authUrl, headers: { 'X-Original-URI': fixture.openPath }, expect: 200 },
+    valid: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.token}` }, expect: 200 },
+    wrong: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.wrongToken}` }, expect: 401 },
+  } as const;
+  type CaseName = keyof typeof cases;
+  const runs: Record<CaseName, Run[]> = { baseline: [], open: [], valid: [], wrong: [] };
+
+  for (const name of Object.keys(cases) as CaseName[]) await load(cases[name].url, cases[name].headers, WARMUP);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of Object.keys(cases) as CaseName[]) {
+      process.stdout.write(`  round ${round + 1}/${ROUNDS}: ${name}…\r`);
+      runs[name].push(await load(cases[name].url, cases[name].headers, DURATION));
+    }
+  }
+
+  // (b) while the snapshot is swapped back and forth, each swap as soon as the previous one is in service.
+  process.stdout.write('  reloads…                 \r');
+  let reloading = true;
+  let reloads = 0;
+  let reloadWallMs = 0;
+  const swapper = (async () => {
+    let next: 'a' | 'b' = 'b';
+    while (reloading) {
+      const want = next === 'a' ? fixture.a.generation : fixture.b.generation;
+      const at = performance.now();
+      layout.swapTo(next);
+      await waitFor(`${authBase}/readyz`, (s, body) => !reloading || body.includes(want), 30_000);
+      if (!reloading) break;
+      reloads++;
+      reloadWallMs += performance.now() - at;
+      next = next === 'a' ? 'b' : 'a';
+    }
+  })();
+  const duringReload: Run[] = [];
+  for (let round = 0; round < ROUNDS; round++) duringReload.push(await load(cases.valid.url, cases.valid.headers, DURATION));
+  reloading = false;
+  await swapper;
+  const m1 = await (await fetch(metricsUrl)).text();
+  const reloadFailures = metricValue(m1, 'svc_auth_reload_failures_total');
+
+  // ---- report
+  const base = combine(runs.baseline);
+  const rows: [string, Measured][] = [
+    ['baseline: raw node:http, 200', base],
+    ['(a) open resource', combine(runs.open)],
+    ['(b) protected, valid Bearer token', combine(runs.valid)],
+    ['(c) protected, wrong token (401)', combine(runs.wrong)],
+    ['(b) during back-to-back reloads', combine(duringReload)],
+  ];
+  const fmt = (x: number, d = 2) => x.toFixed(d);
+  console.log('\ncase                                   req/s    p50 ms   p99 ms   req/s ×base   p99 ×base   statuses');
+  for (const [label, m] of rows) {
+    const statuses = [...m.statuses].map(([s, c]) => `${s}:${c}`).join(' ') + (m.errors ? ` errors:${m.errors}` : '');
+    console.log(`${label.padEnd(36)} ${fmt(m.rps, 0).padStart(8)} ${fmt(m.p50).padStart(9)} ${fmt(m.p99).padStart(8)} ${fmt(m.rps / base.rps).padStart(13)} ${fmt(m.p99 / base.p99).padStart(11)}   ${statuses}`);
+  }
+  const mb = (b: number | undefined) => (b === undefined ? '?' : `${(b / 1048576).toFixed(1)} MiB`);
+  console.log(`\nsnapshot: ${fixture.a.scopeCount.toLocaleString('en')} scopes, ${fixture.a.tokenCount.toLocaleString('en')} tokens, ${mb(text.length)} file`);
+  console.log(`  load in this process: verify ${fmt(verifyMs, 0)} ms + sliced index build ${fmt(buildMs, 0)} ms; index retains ${mb(indexBytes)} of heap`);
+  console.log(`  svc-auth: loaded in ${serverLoadS === undefined ? '?' : fmt(serverLoadS * 1000, 0)} ms (ready ${fmt(readyMs, 0)} ms after spawn); RSS ${mb(rss)}, heap used ${mb(heap)}`);
+  console.log(`  reloads during the reload runs: ${reloads}, ${reloads ? fmt(reloadWallMs / reloads, 0) : '?'} ms each (swap to in service), reload failures ${reloadFailures ?? '?'}`);
+
+  const valid = rows[2]![1];
+  const reload = rows[4]![1];
+  const statusesOk = rows.every(([, m], i) => {
+    const expect = [200, 200, 200, 401, 200][i]!;
+    return m.errors === 0 && [...m.statuses.keys()].every((s) => s === expect);
+  });
+  const targets: [string, boolean][] = [
+    [`(b) requests/s ≥ 0.8× baseline (${fmt(valid.rps / base.rps)}×)`, valid.rps >= 0.8 * base.rps],
+    [`(b) p99 ≤ 2× baseline p99 (${fmt(valid.p99 / base.p99)}×)`, valid.p99 <= 2 * base.p99],
+    [`p99 during reloads ≤ 3× steady-state (b) p99 (${fmt(reload.p99 / valid.p99)}×, ${reloads} reloads)`, reload.p99 <= 3 * valid.p99 && reloads > 0],
+    ['every answer had the expected status, no errors', statusesOk],
+  ];
+  console.log('');
+  for (const [label, pass] of targets) console.log(`${pass ? 'PASS' : 'FAIL'}  ${label}`);
+  killAll();
+  baseline.kill();
+  process.exitCode = targets.every(([, p]) => p) ? 0 : 1;
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  killAll();
+  process.exit(1);
+});
