@@ -5,7 +5,10 @@ import type { AccessConfig } from '../core/index.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
 import { accessConfig, parseHostPort, UsageError, type HostPort } from './options.js';
 
-export type SourceConfig = { readonly kind: 'scopes-dir'; readonly dir: string } | { readonly kind: 'snapshot-file'; readonly file: string };
+export type SourceConfig =
+  | { readonly kind: 'scopes-dir'; readonly dir: string }
+  | { readonly kind: 'snapshot-file'; readonly file: string }
+  | { readonly kind: 'configmap'; readonly name: string; readonly namespace?: string; readonly kubeconfig?: string; readonly context?: string };
 
 export interface AuthConfig {
   readonly listen: HostPort;
@@ -51,6 +54,10 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     .description('Forward-auth server: answers the reverse proxy\'s "may this request proceed?" from an in-memory snapshot of the protected scopes.')
     .addOption(new Option('--scopes-dir <dir>', 'compile the ProtectedScope manifests of DIR in-process, watch it, reload on change'))
     .addOption(new Option('--snapshot-file <file>', 'load a compiled snapshot file (e.g. a mounted ConfigMap key), watch it, reload on change'))
+    .addOption(new Option('--snapshot-configmap <name>', "serve svc-operator's snapshot ConfigMaps: watch the index ConfigMap NAME, load and verify its shards, reload on change"))
+    .addOption(new Option('--namespace <ns>', "namespace of --snapshot-configmap (default: the pod's, else the kube context's)"))
+    .addOption(new Option('--kubeconfig <file>', 'kubeconfig for --snapshot-configmap (default: in-cluster, else $KUBECONFIG or ~/.kube/config)'))
+    .addOption(new Option('--context <name>', 'kubeconfig context for --snapshot-configmap'))
     .option('--listen <host:port>', 'address of the auth endpoints, /healthz and /readyz', '0.0.0.0:8080')
     .option('--metrics-listen <host:port>', 'address of the Prometheus /metrics endpoint', '0.0.0.0:9090')
     .option('--waf-prefix <path>', 'path prefix of the web-accessible folder', '/data')
@@ -73,6 +80,10 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
   const o = program.opts<{
     scopesDir?: string;
     snapshotFile?: string;
+    snapshotConfigmap?: string;
+    namespace?: string;
+    kubeconfig?: string;
+    context?: string;
     listen: string;
     metricsListen: string;
     wafPrefix: string;
@@ -81,11 +92,23 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     logLevel: LogLevel;
   }>();
   try {
-    if ((o.scopesDir === undefined) === (o.snapshotFile === undefined)) {
-      throw new UsageError('give exactly one snapshot source: --scopes-dir DIR (a directory of ProtectedScope manifests) or --snapshot-file FILE (a compiled snapshot)');
+    if ([o.scopesDir, o.snapshotFile, o.snapshotConfigmap].filter((v) => v !== undefined).length !== 1) {
+      throw new UsageError('give exactly one snapshot source: --scopes-dir DIR (a directory of ProtectedScope manifests), --snapshot-file FILE (a compiled snapshot) or --snapshot-configmap NAME (the ConfigMaps svc-operator writes)');
+    }
+    if (o.snapshotConfigmap === undefined && (o.namespace ?? o.kubeconfig ?? o.context) !== undefined) {
+      throw new UsageError('--namespace, --kubeconfig and --context go with --snapshot-configmap');
     }
     let source: SourceConfig;
-    if (o.scopesDir !== undefined) {
+    if (o.snapshotConfigmap !== undefined) {
+      if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(o.snapshotConfigmap)) throw new UsageError(`--snapshot-configmap ${o.snapshotConfigmap}: not a ConfigMap name`);
+      source = {
+        kind: 'configmap',
+        name: o.snapshotConfigmap,
+        ...(o.namespace !== undefined ? { namespace: o.namespace } : {}),
+        ...(o.kubeconfig !== undefined ? { kubeconfig: resolve(o.kubeconfig) } : {}),
+        ...(o.context !== undefined ? { context: o.context } : {}),
+      };
+    } else if (o.scopesDir !== undefined) {
       const dir = resolve(o.scopesDir);
       if (!isDirectory(dir)) throw new UsageError(`--scopes-dir ${o.scopesDir}: no such directory (create it, e.g. with "svc --dir ${o.scopesDir} auth add-token ...", or run "npm start" for an example)`);
       source = { kind: 'scopes-dir', dir };

@@ -3,6 +3,7 @@
 import { parseArgs, type SourceConfig } from './args.js';
 import { createLogger } from './log.js';
 import { startServer, type RunningServer } from './server.js';
+import { ConfigMapSource } from './sources/configmap.js';
 import { ScopesDirSource } from './sources/scopes-dir.js';
 import { SnapshotFileSource } from './sources/snapshot-file.js';
 import type { SnapshotSource } from './sources/source.js';
@@ -13,6 +14,13 @@ function sourceFor(config: SourceConfig): SnapshotSource {
       return new ScopesDirSource(config.dir);
     case 'snapshot-file':
       return new SnapshotFileSource(config.file);
+    case 'configmap':
+      return new ConfigMapSource({
+        snapshotName: config.name,
+        ...(config.namespace !== undefined ? { namespace: config.namespace } : {}),
+        ...(config.kubeconfig !== undefined ? { kubeconfig: config.kubeconfig } : {}),
+        ...(config.context !== undefined ? { context: config.context } : {}),
+      });
   }
 }
 
@@ -22,7 +30,7 @@ async function main(): Promise<void> {
     process.exitCode = parsed.exit;
     return;
   }
-  const { logger, close, flushSync } = createLogger(parsed.logLevel);
+  const { logger, close, flushSync, dropped } = createLogger(parsed.logLevel);
   process.on('uncaughtException', (e) => {
     logger.fatal({ err: e }, 'uncaught exception; exiting');
     flushSync();
@@ -44,6 +52,7 @@ async function main(): Promise<void> {
     process.stderr.write(`svc-auth: cannot listen: ${(e as Error).message}\n`);
     process.exit(1);
   }
+  server.metrics.countLogDrops(dropped);
   logger.info(
     {
       listen: server.url,
