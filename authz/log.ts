@@ -10,6 +10,8 @@ export interface AuthLogger {
   close(): Promise<void>;
   /** Best effort, synchronous: for a crash, when there is no time for I/O callbacks. */
   flushSync(): void;
+  /** Lines dropped because stdout could not keep up or failed. */
+  dropped(): number;
 }
 
 /**
@@ -31,5 +33,6 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
     logger,
     close: () => sink?.end() ?? Promise.resolve(),
     flushSync: () => sink?.flushSync(),
+    dropped: () => sink?.dropped ?? 0,
   };
 }

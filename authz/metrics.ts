@@ -94,6 +94,7 @@ export class AuthMetrics {
   private readonly loadSeconds: Gauge;
   private readonly ready: Gauge;
   private loadedAt: number | null = null;
+  private logDrops: () => number = () => 0;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -147,6 +148,17 @@ export class AuthMetrics {
     this.scopes = new Gauge({ name: 'svc_auth_snapshot_scopes', help: 'Closed scopes in the snapshot in service.', registers });
     this.tokens = new Gauge({ name: 'svc_auth_snapshot_tokens', help: 'Token records in the snapshot in service.', registers });
     this.loadSeconds = new Gauge({ name: 'svc_auth_snapshot_load_seconds', help: 'Wall time the last successful reload took (read, verify, build).', registers });
+    let dropsPushed = 0;
+    const drops: Counter = new Counter({
+      name: 'svc_auth_log_lines_dropped_total',
+      help: 'Log lines dropped because stdout could not keep up or failed.',
+      registers,
+      collect: () => {
+        const now = this.logDrops();
+        if (now > dropsPushed) drops.inc(now - dropsPushed);
+        dropsPushed = Math.max(dropsPushed, now);
+      },
+    });
     this.ready = new Gauge({ name: 'svc_auth_ready', help: '1 once a snapshot is loaded (and not draining), else 0.', registers });
     this.ready.set(0);
   }
@@ -176,6 +188,11 @@ export class AuthMetrics {
   reloadFailed(source: string): void {
     this.reloadFailures.labels(source).inc();
     this.reloads.labels(source, 'failed').inc();
+  }
+
+  /** Where the log line drop count comes from (the logger's sink). */
+  countLogDrops(source: () => number): void {
+    this.logDrops = source;
   }
 
   setReady(ready: boolean): void {

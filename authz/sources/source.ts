@@ -66,7 +66,7 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
  * milliseconds. Any bad line refuses the whole snapshot.
  */
 export async function buildIndexInSlices(lines: readonly string[], generation: string, options: SliceOptions = {}): Promise<Result<AccessIndex, LineError>> {
-  const sliceMs = options.sliceMs ?? 4;
+  const sliceMs = options.sliceMs ?? 2;
   const maxLines = options.maxLines ?? 2000;
   const builder = new AccessIndexBuilder();
   let i = 0;

@@ -1,4 +1,5 @@
-import { watch, type FSWatcher } from 'node:fs';
+import { statSync, watch, type FSWatcher } from 'node:fs';
+import { stat } from 'node:fs/promises';
 
 export interface DirectoryWatchOptions {
   /** Quiet time after the last event before reacting: editors and kubelet write in several steps. */
@@ -17,6 +18,8 @@ export type ChangeReason = 'event' | 'rescan';
  */
 export class DirectoryWatch {
   private watcher: FSWatcher | null = null;
+  /** The directory's inode when the watcher was attached: a replaced directory needs a new watcher. */
+  private watchedIno: number | null = null;
   private debounce: NodeJS.Timeout | null = null;
   private readonly rescan: NodeJS.Timeout;
   private closed = false;
@@ -28,16 +31,34 @@ export class DirectoryWatch {
   ) {
     this.attach();
     this.rescan = setInterval(() => {
-      if (!this.watcher) this.attach();
-      this.onChange('rescan');
+      void this.check().finally(() => {
+        if (!this.closed) this.onChange('rescan');
+      });
     }, options.rescanMs);
     this.rescan.unref();
+  }
+
+  /** Re-creates the watcher if it was lost or the directory was replaced (deleted and created again). */
+  private async check(): Promise<void> {
+    let ino: number | null;
+    try {
+      ino = (await stat(this.dir)).ino;
+    } catch {
+      ino = null;
+    }
+    if (this.closed) return;
+    if (this.watcher && ino !== null && ino === this.watchedIno) return;
+    this.watcher?.close();
+    this.watcher = null;
+    if (ino !== null) this.attach();
   }
 
   private attach(): void {
     if (this.closed) return;
     try {
+      const ino = statSync(this.dir).ino;
       const w = watch(this.dir, { persistent: false }, () => this.schedule());
+      this.watchedIno = ino;
       w.on('error', () => {
         w.close();
         if (this.watcher === w) this.watcher = null;
