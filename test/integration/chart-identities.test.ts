@@ -1,4 +1,4 @@
-// The chart's RBAC, sufficient: its ServiceAccounts, Roles and RoleBindings installed into a namespace, then
+// The chart's RBAC, sufficient: its CRD applied, its ServiceAccounts, Roles and RoleBindings installed into a namespace, then
 // svc-operator and svc-auth run as real processes with bound ServiceAccount tokens of those identities and the command
 // lines of the chart's Deployments. They must do their whole job (snapshot written, status patched, Event reported,
 // Lease held; svc-auth ready and deciding) with nothing but what the Roles grant. The negative controls run each
@@ -14,7 +14,8 @@ import { describeCluster, kubeConfig, kubeconfigPath, newNamespace } from '../co
 import { API, PROCESSES } from '../e2e/support/fixtures.js';
 import { freePorts } from '../e2e/support/net.js';
 import { newToken, tokenRecord } from '../e2e/support/scopes.js';
-import { helmBinary, helmTemplate, type Manifest } from '../stack/helm.js';
+import { helmBinary, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
+import { applyManifests } from '../stack/kubectl.js';
 import { componentKubeconfigs, installIdentities, type Component } from '../stack/identities.js';
 import { chartCommandLine, httpStatus, Program } from '../stack/processes.js';
 import { until } from '../stack/wait.js';
@@ -61,6 +62,14 @@ describeCluster('chart identities are sufficient: svc-operator and svc-auth run 
     const r = helmTemplate(helm, { namespace });
     if (r.status !== 0) throw new Error(r.stderr);
     manifests = r.manifests;
+    // The chart's CRD too (the harness installed crds/protectedscope.yaml; the chart's copy is the same schema plus
+    // Helm's labels and the keep annotation): applied for real, it must stay Established and keep serving.
+    const crd = applyManifests(kubeconfigPath(), ofKind(manifests, 'CustomResourceDefinition'));
+    if (crd.status !== 0) throw new Error(`applying the chart's CRD failed:\n${crd.stderr}`);
+    await until('the chart\'s CRD to be Established', async () => {
+      const c = await admin().makeApiClient(k8s.ApiextensionsV1Api).readCustomResourceDefinition({ name: 'protectedscopes.auth.svc.io' });
+      return c.metadata?.annotations?.['helm.sh/resource-policy'] === 'keep' && c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True');
+    });
     workDir = mkdtempSync(join(tmpdir(), 'svc-ident-'));
     kubeconfigs = await componentKubeconfigs(admin(), namespace, workDir);
     ports = await freePorts(8);
@@ -94,9 +103,11 @@ describeCluster('chart identities are sufficient: svc-operator and svc-auth run 
     });
 
     const core = admin().makeApiClient(k8s.CoreV1Api);
-    const index = await until('the snapshot index ConfigMap', async () => {
+    // The operator may first write the empty snapshot of an empty namespace: wait for the one holding the token.
+    const index = await until('the snapshot index ConfigMap with the scope\'s token', async () => {
       const cm = await core.readNamespacedConfigMap({ name: SNAPSHOT, namespace }).catch(() => undefined);
-      return cm?.data?.['index.json'] ? cm : undefined;
+      const text = cm?.data?.['index.json'];
+      return text && (JSON.parse(text) as { tokens?: number }).tokens === 1 ? cm : undefined;
     }, 30_000, () => operator.tail());
     expect(index.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'svc-operator', 'auth.svc.io/snapshot': SNAPSHOT });
     const shards = await core.listNamespacedConfigMap({ namespace, labelSelector: `auth.svc.io/snapshot=${SNAPSHOT},auth.svc.io/snapshot-role=shard` });

@@ -140,6 +140,11 @@ export class Program {
     throw new Error(`${this.name}: ${path} did not answer ${status} within ${timeoutMs} ms (last ${last}):\n${this.tail()}`);
   }
 
+  /** Whether its raw (unredacted) output contains any of these strings: a token must never be there. */
+  printed(texts: readonly string[]): boolean {
+    return texts.some((t) => t.length > 0 && this.out.includes(t));
+  }
+
   tail(lines = 25): string {
     return this.output.trimEnd().split('\n').slice(-lines).join('\n');
   }
@@ -150,7 +155,10 @@ export class Program {
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const done = new Promise<void>((r) => child.once('exit', () => r()));
     child.kill('SIGTERM');
-    const timedOut = await Promise.race([done.then(() => false), delay(10_000).then(() => true)]);
+    // A timer cleared once it exits (an uncleared 10 s timer would keep jest waiting).
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), 10_000)))]);
+    clearTimeout(timer);
     if (timedOut) {
       child.kill('SIGKILL');
       await done;
@@ -168,17 +176,20 @@ export interface CliResult {
  * The `svc` CLI as a real process under `kubeconfig`'s identity. Its output is returned unredacted (add-token's JSON
  * carries the new token): callers must never print it whole; `redacted()` is for messages.
  */
-export function runCli(args: readonly string[], kubeconfig: string, timeoutMs = 60_000): Promise<CliResult> {
+export function runCli(args: readonly string[], kubeconfig: string, opts: { input?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', PROGRAM_ENTRIES.svc!, ...args], {
       cwd: repoRoot,
       env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
+    // A token goes in on stdin ("-"), never on the command line where `ps` would show it.
+    if (opts.input !== undefined) child.stdin?.end(opts.input);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', (e) => {
       clearTimeout(timer);
