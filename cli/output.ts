@@ -1,5 +1,5 @@
 import { dump } from 'js-yaml';
-import type { ProtectedScope } from '../core/index.js';
+import { SCOPE_FIELD, scopeOf, tokensOf, type ProtectedScope, type ProtectedScopeSpec } from '../core/index.js';
 
 /** `-o` values. `table` is show's default; every other command defaults to `text`. */
 export type Format = 'text' | 'json' | 'yaml' | 'table';
@@ -47,8 +47,24 @@ export function manifestOf(object: ProtectedScope): ProtectedScope {
       ...(labels !== undefined && Object.keys(labels).length > 0 ? { labels } : {}),
       ...(annotations !== undefined && Object.keys(annotations).length > 0 ? { annotations: withoutLastApplied(annotations) } : {}),
     },
-    spec: object.spec,
+    spec: canonicalSpec(object),
   };
+}
+
+/**
+ * The spec in a fixed key order (scope field, then tokens as id, hash, description, createdAt, expiresAt): the
+ * API server hands objects back with sorted keys, a manifest should read the same from either backend.
+ */
+export function canonicalSpec(object: ProtectedScope): ProtectedScopeSpec {
+  const scope = scopeOf(object.spec);
+  const tokens = tokensOf(object).map((t) => ({
+    id: t.id,
+    hash: t.hash,
+    ...(t.description !== undefined ? { description: t.description } : {}),
+    createdAt: t.createdAt,
+    ...(t.expiresAt !== undefined ? { expiresAt: t.expiresAt } : {}),
+  }));
+  return { [SCOPE_FIELD[scope.kind]]: scope.value, tokens } as unknown as ProtectedScopeSpec;
 }
 
 function withoutLastApplied(annotations: Readonly<Record<string, string>>): Record<string, string> {

@@ -58,11 +58,10 @@ interface Chunk {
 interface ManifestFile {
   readonly name: string;
   readonly path: string;
-  readonly mode: number;
   readonly json: boolean;
   readonly docs: Doc[];
-  /** The file split at `---` lines, so an edit rewrites only its own document; absent when that split is unsafe. */
-  readonly chunks?: Chunk[];
+  /** The text as read: an edit splits it at `---` lines (only then, so reading 1,000 files stays cheap). */
+  readonly text: string;
 }
 
 interface Loaded {
@@ -161,10 +160,8 @@ export class DirectoryStore implements ScopeStore {
   private readFile(name: string): ManifestFile {
     const path = join(this.dir, name);
     let text: string;
-    let mode: number;
     try {
       text = readFileSync(path, 'utf8');
-      mode = statSync(path).mode & 0o777;
     } catch (e) {
       throw failure(`cannot read ${path}: ${(e as Error).message}`);
     }
@@ -179,8 +176,7 @@ export class DirectoryStore implements ScopeStore {
       }
       return { value, object: checked.value };
     });
-    const json = /\.json$/i.test(name);
-    return { name, path, mode, json, docs, chunks: json ? undefined : splitChunks(text, parsed.value) };
+    return { name, path, json: /\.json$/i.test(name), docs, text };
   }
 
   private apply(loaded: Loaded, scope: Scope, mutate: Mutate, write: boolean): UpdateResult {
@@ -215,7 +211,7 @@ export class DirectoryStore implements ScopeStore {
     }
     // Compose every new file text first, so a problem stops the edit before anything is written.
     const texts: { path: string; text: string; mode: number }[] = [];
-    for (const [file, fileEdits] of edits) texts.push({ path: file.path, text: renderFile(file, fileEdits), mode: file.mode });
+    for (const [file, fileEdits] of edits) texts.push({ path: file.path, text: renderFile(file, fileEdits), mode: modeOf(file.path) });
     for (const c of created) texts.push({ path: c.path, text: dumpManifests([c.object]), mode: 0o644 });
     if (write) for (const t of texts) writeAtomically(this.dir, t.path, t.text, t.mode);
     const byName = new Map(current.map((o) => [o.metadata.name, o]));
@@ -268,6 +264,15 @@ function isScopeDocument(value: unknown): boolean {
   return !isRecord(value) || value.kind === undefined || value.kind === KIND;
 }
 
+/** Permission bits to keep when a file is replaced. */
+function modeOf(path: string): number {
+  try {
+    return statSync(path).mode & 0o777;
+  } catch {
+    return 0o644;
+  }
+}
+
 function exists(path: string): boolean {
   try {
     statSync(path);
@@ -315,11 +320,12 @@ function renderFile(file: ManifestFile, edits: ReadonlyMap<number, ProtectedScop
     if (file.docs.length !== 1) throw failure(`${file.path}: a JSON manifest must hold one object`);
     return `${JSON.stringify(edits.get(0) ?? file.docs[0]!.value, null, 2)}\n`;
   }
-  if (!file.chunks) return dumpManifests(file.docs.map((d, i) => edits.get(i) ?? d.value));
-  return file.chunks
+  const chunks = splitChunks(file.text, file.docs.map((d) => d.value));
+  if (!chunks) return dumpManifests(file.docs.map((d, i) => edits.get(i) ?? d.value));
+  return chunks
     .map((chunk) => {
       const edited = chunk.doc === undefined ? undefined : edits.get(chunk.doc);
-      if (!edited) return chunk.text.endsWith('\n') || chunk === file.chunks!.at(-1) ? chunk.text : `${chunk.text}\n`;
+      if (!edited) return chunk.text.endsWith('\n') || chunk === chunks.at(-1) ? chunk.text : `${chunk.text}\n`;
       return leadingTrivia(chunk.text) + dumpManifests([edited]);
     })
     .join('');

@@ -3,7 +3,7 @@
 // concurrency matter, and a byte-for-byte picture of a manifest directory.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,9 +68,14 @@ export async function svc(args: readonly string[], options: RunOptions | (Io & {
 }
 
 /** The program as a real process (`node --import tsx cli/main.ts`), from the repository root. */
-export function svcProcess(args: readonly string[], options: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number } = {}): Promise<Result> {
+export function svcProcess(
+  args: readonly string[],
+  options: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number; script?: string; built?: string } = {},
+): Promise<Result> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+    // `built`: a transpiled copy (buildCli()), which starts without tsx's per-module cost (client-node is ~1000 modules).
+    const argv = options.built ? [join(options.built, 'cli', 'main.js')] : ['--import', 'tsx', options.script ?? 'cli/main.ts'];
+    const child = spawn(process.execPath, [...argv, ...args], {
       cwd: repoRoot,
       env: { ...process.env, NODE_OPTIONS: '', SVC_SCOPES_DIR: '', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -115,5 +120,31 @@ export function allText(dir: string): string {
 export function scrub(text: string, replacements: Record<string, string>): string {
   let out = text;
   for (const [from, to] of Object.entries(replacements)) out = out.split(from).join(to);
+  return out;
+}
+
+/**
+ * Transpiles cli/, core/ and k8s/ (TypeScript to ESM JavaScript, no type check) into a fresh directory under
+ * .cache/, inside the repository so node_modules resolve; returns that directory (remove it with removeDir).
+ * For tests that start many processes: the same source, without tsx's loader on every import.
+ */
+export async function buildCli(): Promise<string> {
+  const ts = (await import('typescript')).default;
+  const base = join(repoRoot, '.cache');
+  mkdirSync(base, { recursive: true });
+  const out = mkdtempSync(join(base, 'cli-build-'));
+  const walk = (dir: string): string[] =>
+    readdirSync(join(repoRoot, dir), { withFileTypes: true }).flatMap((d) =>
+      d.isDirectory() ? walk(join(dir, d.name)) : d.name.endsWith('.ts') && !d.name.endsWith('.test.ts') ? [join(dir, d.name)] : [],
+    );
+  for (const file of ['cli', 'core', 'k8s'].flatMap(walk)) {
+    const js = ts.transpileModule(readFileSync(join(repoRoot, file), 'utf8'), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false },
+      fileName: file,
+    }).outputText;
+    const target = join(out, file.replace(/\.ts$/, '.js'));
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, js);
+  }
   return out;
 }
