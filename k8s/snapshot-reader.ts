@@ -15,6 +15,8 @@ import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './snapshot-objects.js'
 export interface VerifiedSnapshot {
   readonly index: SnapshotIndex;
   readonly lines: readonly string[];
+  /** The same lines by shard, in index order (index.shards[i] ↔ shardLines[i]), for per-shard caches. */
+  readonly shardLines: readonly (readonly string[])[];
   /** Shards fetched for this generation (the rest came from the cache). */
   readonly fetched: number;
   readonly cached: number;
@@ -179,11 +181,12 @@ export class SnapshotReader {
     if (problem) return this.fail(`${problem.message}; keeping generation ${short(this.delivered)}`, problem.retry);
 
     const lines: string[] = [];
-    for (const ref of index.shards) for (const line of this.shards.get(ref.digest)!) lines.push(line);
+    const shardLines = index.shards.map((ref) => this.shards.get(ref.digest)!);
+    for (const part of shardLines) for (const line of part) lines.push(line);
     const whole = verifyAssembled(index, lines);
     if (!whole.ok) return this.fail(`generation ${short(index.generation)}: ${whole.error}; keeping generation ${short(this.delivered)}`, true);
     try {
-      await this.opts.deliver({ index, lines, fetched: missing.length, cached: index.shards.length - missing.length }, started);
+      await this.opts.deliver({ index, lines, shardLines, fetched: missing.length, cached: index.shards.length - missing.length }, started);
     } catch (e) {
       return this.fail(`generation ${short(index.generation)}: ${describeError(e)}; keeping generation ${short(this.delivered)}`, true);
     }

@@ -1,15 +1,17 @@
+import { AccessIndexBuilder, parseScopeLine, type AccessIndex, type Result, type SnapshotScope } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { describeError } from '../../k8s/errors.js';
 import type { ListWatchSource } from '../../k8s/informer.js';
-import { SnapshotReader } from '../../k8s/snapshot-reader.js';
-import { buildIndexInSlices, type SnapshotSink, type SnapshotSource } from './source.js';
+import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot-reader.js';
+import type { SnapshotSink, SnapshotSource } from './source.js';
 
 /**
  * `--snapshot-configmap NAME [--namespace NS]`: the snapshot svc-operator writes as ConfigMaps. The index
  * ConfigMap is watched (with a periodic relist); every shard it names is fetched by name, verified against
  * its digest, and the whole against the generation (k8s/snapshot-reader.ts); the decision index is built in
- * slices between requests and swapped in one assignment. Shards are cached by digest, so a change to one
- * scope fetches one shard. While the API server is away the last good snapshot keeps serving (and svc-auth
+ * slices between requests and swapped in one assignment. Shards are cached by digest, fetched and parsed,
+ * so a change to one scope fetches and parses one shard (the index itself is rebuilt whole: it is swapped,
+ * never edited in place). While the API server is away the last good snapshot keeps serving (and svc-auth
  * stays ready if it had one); nothing unverified is ever served.
  *
  * The Kubernetes client (~0.4 s and ~75 MB to import) is loaded only here, when this source starts: the
@@ -75,11 +77,8 @@ export class ConfigMapSource implements SnapshotSource {
       indexWatch: transport.indexWatch,
       getConfigMap: (name) => transport.getConfigMap(name),
       deliver: async (snapshot, startedMs) => {
-        const built = await buildIndexInSlices(snapshot.lines, snapshot.index.generation, {
-          ...(this.options.sliceMs !== undefined ? { sliceMs: this.options.sliceMs } : {}),
-          cancelled: () => this.stopped,
-        });
-        if (!built.ok) throw new Error(`scope line ${built.error.line}: ${built.error.message}`);
+        const built = await this.build(snapshot);
+        if (!built.ok) throw new Error(built.error);
         if (this.stopped) return;
         this.watchFailing = false;
         sink.loaded({ index: built.value, origin, loadMs: performance.now() - startedMs });
@@ -100,6 +99,58 @@ export class ConfigMapSource implements SnapshotSource {
     this.reader = reader;
     if (this.stopped) return;
     await reader.start();
+  }
+
+  /** Parsed scopes by shard digest: unchanged shards are not parsed again. */
+  private readonly parsed = new Map<string, readonly SnapshotScope[]>();
+
+  /**
+   * Parses the shards not parsed before, then builds the index from every scope, a slice at a time (yielding
+   * to waiting requests between slices). Any bad line refuses the whole generation.
+   */
+  private async build(snapshot: VerifiedSnapshot): Promise<Result<AccessIndex>> {
+    const sliceMs = this.options.sliceMs ?? 2;
+    const yieldNow = () => new Promise<void>((r) => setImmediate(r));
+    let deadline = performance.now() + sliceMs;
+    const tick = async () => {
+      if (performance.now() < deadline) return;
+      await yieldNow();
+      deadline = performance.now() + sliceMs;
+    };
+    const parts: (readonly SnapshotScope[])[] = [];
+    let lineNo = 0;
+    for (const [i, ref] of snapshot.index.shards.entries()) {
+      const cached = this.parsed.get(ref.digest);
+      if (cached) {
+        parts.push(cached);
+        lineNo += cached.length;
+        continue;
+      }
+      const scopes: SnapshotScope[] = [];
+      for (const line of snapshot.shardLines[i]!) {
+        lineNo++;
+        const r = parseScopeLine(line);
+        if (!r.ok) return { ok: false, error: `scope line ${lineNo}: ${r.error}` };
+        scopes.push(r.value);
+        if ((lineNo & 15) === 0) await tick();
+        if (this.stopped) return { ok: false, error: 'stopped' };
+      }
+      this.parsed.set(ref.digest, scopes);
+      parts.push(scopes);
+    }
+    const builder = new AccessIndexBuilder();
+    let n = 0;
+    for (const part of parts) {
+      for (const scope of part) {
+        const r = builder.add(scope);
+        if (!r.ok) return { ok: false, error: `scope ${n + 1}: ${r.error}` };
+        if ((++n & 15) === 0) await tick();
+        if (this.stopped) return { ok: false, error: 'stopped' };
+      }
+    }
+    const keep = new Set(snapshot.index.shards.map((s) => s.digest));
+    for (const digest of [...this.parsed.keys()]) if (!keep.has(digest)) this.parsed.delete(digest);
+    return { ok: true, value: builder.build(snapshot.index.generation) };
   }
 
   async stop(): Promise<void> {

@@ -256,11 +256,34 @@ export class AuthProcess extends Program {
   port = 0;
   metricsPort = 0;
 
-  constructor(kubeconfig: string, namespace: string, extraArgs: string[] = []) {
-    super('svc-auth', 'authz/main.ts', ['--snapshot-configmap', 'svc-auth-snapshot', '--namespace', namespace, '--kubeconfig', kubeconfig, '--listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0', ...extraArgs]);
+  /** With fixed ports, started() does not need svc-auth's info-level start line (e.g. under --log-level warn). */
+  constructor(kubeconfig: string, namespace: string, extraArgs: string[] = [], private readonly fixed?: { port: number; metricsPort: number }) {
+    super('svc-auth', 'authz/main.ts', [
+      '--snapshot-configmap',
+      'svc-auth-snapshot',
+      '--namespace',
+      namespace,
+      '--kubeconfig',
+      kubeconfig,
+      '--listen',
+      `127.0.0.1:${fixed?.port ?? 0}`,
+      '--metrics-listen',
+      `127.0.0.1:${fixed?.metricsPort ?? 0}`,
+      ...extraArgs,
+    ]);
   }
 
   async started(): Promise<this> {
+    if (this.fixed) {
+      this.port = this.fixed.port;
+      this.metricsPort = this.fixed.metricsPort;
+      const end = Date.now() + 30_000;
+      while ((await httpGet(this.port, '/healthz')).status !== 200) {
+        if (Date.now() > end || !this.running) throw new Error(`svc-auth did not start:\n${this.output.slice(-4000)}`);
+        await sleep(50);
+      }
+      return this;
+    }
     const line = await this.waitForLog((l) => l.msg === 'svc-auth listening');
     this.port = Number(new URL(String(line.listen)).port);
     this.metricsPort = Number(new URL(String(line.metrics)).port);
