@@ -122,7 +122,18 @@ export class FakeApiServer {
       return true;
     };
     if (!name && method === 'GET') {
-      return send(200, { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScopeList', metadata: { resourceVersion: String(this.rv) }, items: [...objs.values()] });
+      // Paged like the real server: limit, and an opaque continue token (here: the offset).
+      const all = [...objs.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+      const limit = Number(url.searchParams.get('limit') ?? 0) || all.length;
+      const from = Number(url.searchParams.get('continue') ?? 0);
+      const items = all.slice(from, from + limit);
+      const more = from + limit < all.length;
+      return send(200, {
+        apiVersion: 'auth.svc.io/v1alpha1',
+        kind: 'ProtectedScopeList',
+        metadata: { resourceVersion: String(this.rv), ...(more ? { continue: String(from + limit) } : {}) },
+        items,
+      });
     }
     if (name && method === 'GET') return objs.has(name) ? send(200, objs.get(name)!) : notFound();
     if (!name && method === 'POST') {
