@@ -91,14 +91,16 @@ suite('the whole stack: CLI → operator → ConfigMaps → svc-auth → nginx (
     await expectStatus('closed, no token', topicFile, 401);
     const served = await expectStatus('closed, its token', topicFile, 200, { bearer: a.token });
     expect(served.body).toContain(stack.waf.markers.topicFile);
-    expect((await stack.request(topicFile, { bearer: b.token })).status).toBe(200);
-    const wrong = await stack.request(topicFile, { bearer: p.token });
-    expect(wrong.status).toBe(403);
-    expect(wrong.body).not.toContain(stack.waf.markers.topicFile);
+    await expectStatus('closed, its other token', topicFile, 200, { bearer: b.token });
 
     await expectStatus('process closed, no token', execution, 401, { method: 'POST', body: '{}' });
     const ran = await expectStatus('process closed, its token', execution, 200, { method: 'POST', body: '{}', bearer: p.token });
     expect(ran.body).toContain(OAPI_MARKER);
+
+    // Every token has arrived now: one scope's token is refused (403, not "unknown" 401) by the other scope.
+    const wrong = await stack.request(topicFile, { bearer: p.token });
+    expect(wrong.status).toBe(403);
+    expect(wrong.body).not.toContain(stack.waf.markers.topicFile);
     expect((await stack.request(execution, { method: 'POST', body: '{}', bearer: a.token })).status).toBe(403);
   });
 
