@@ -1,6 +1,24 @@
+import type { ChildProcess } from 'node:child_process';
 import { createServer, connect } from 'node:net';
 
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Sends `signal`, waits for the exit, and SIGKILLs after `graceMs`; the grace timer is cleared on exit so
+ * a stopped child never keeps Jest alive.
+ */
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill(signal);
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)))]);
+  clearTimeout(timer);
+  if (timedOut) {
+    child.kill('SIGKILL');
+    await done;
+  }
+}
 
 /** A port that was free a moment ago on 127.0.0.1 (the kernel picks it). */
 export function freePort(): Promise<number> {

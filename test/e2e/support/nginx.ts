@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { delay, waitForPort } from './net.js';
+import { stopChild, waitForPort } from './net.js';
 
 /**
  * The nginx the end-to-end suite runs in front of svc-auth: the Debian package, started as a foreground
@@ -129,13 +129,7 @@ export class Nginx {
 
   /** Fast shutdown (SIGTERM to the master, which stops its workers); SIGKILL if it lingers. */
   async stop(): Promise<void> {
-    if (this.exited || this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const done = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    this.child.kill('SIGTERM');
-    const timedOut = await Promise.race([done.then(() => false), delay(10_000).then(() => true)]);
-    if (timedOut) {
-      this.child.kill('SIGKILL');
-      await done;
-    }
+    if (this.exited) return;
+    await stopChild(this.child);
   }
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { get } from 'node:http';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { delay } from './net.js';
+import { delay, stopChild } from './net.js';
 
 /** The repository root, found from this file (test/e2e/support/), so the suite runs from any cwd. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -98,14 +98,6 @@ export class SvcAuth {
 
   /** Stops it: SIGTERM, then SIGKILL after 10 s; `signal: 'SIGKILL'` simulates a crash. */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const done = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill(signal);
-    const timedOut = await Promise.race([done.then(() => false), delay(10_000).then(() => true)]);
-    if (timedOut) {
-      child.kill('SIGKILL');
-      await done;
-    }
+    if (this.child) await stopChild(this.child, signal);
   }
 }
