@@ -49,6 +49,16 @@ describe('svc program', () => {
     expect(bad.stderr).toBe("error: unknown option '--nope' (see kubectl svc auth show --help)\n");
   });
 
+  it('a token typed where a command or option belongs is not echoed', async () => {
+    const token = 'svc_0123456789abcdefghijABCDEFGHIJ0123456789abcXYZ123';
+    for (const args of [['auth', token], [token], ['auth', 'show', `-${token}`]]) {
+      const r = await svc(args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^error: unknown (command|option) \(not shown, in case it is a token/);
+      expect(r.stderr).not.toContain(token.slice(4));
+    }
+  });
+
   it('every usage error is one line that says where to look', async () => {
     for (const args of [['auth', 'nope'], ['nope'], ['auth', 'show', '-o'], ['completion'], ['completion', 'fish']]) {
       const r = await svc(args);

@@ -74,6 +74,9 @@ function usageLine(message: string, cmd: Command): string {
       ? whole
       : "unknown option (not shown, in case it is a token; put '--' before a token that starts with '-')",
   );
+  line = line.replace(/unknown command '([^']*)'/, (whole, name: string) =>
+    /^[a-z][a-z0-9-]{0,40}$/.test(name) ? whole : 'unknown command (not shown, in case it is a token)',
+  );
   return `${line} (see ${commandPath(cmd)} --help)\n`;
 }
 
