@@ -14,6 +14,8 @@ export default {
     {
       ...common,
       displayName: 'unit',
+      // Generous: CI machines have 2 cores and some unit tests spawn real processes and servers.
+      testTimeout: 30000,
       testMatch: ['<rootDir>/{core,k8s,operator,authz,cli}/**/*.test.ts'],
     },
     {

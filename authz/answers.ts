@@ -16,6 +16,12 @@ const CL = 'Content-Length';
 const WWW = 'WWW-Authenticate';
 export const BEARER_CHALLENGE = 'Bearer realm="svc"';
 export const BASIC_CHALLENGE = 'Basic realm="svc"';
+/**
+ * Both challenges in ONE header (RFC 9110 11.6.1 allows a list): nginx's auth_request copies only the
+ * first WWW-Authenticate of the subrequest's answer to the client, so a second header would be lost and
+ * browsers or `wget --password` would never be asked for a password.
+ */
+export const WAF_CHALLENGE = `${BEARER_CHALLENGE}, ${BASIC_CHALLENGE}`;
 export const INVALID_TOKEN_CHALLENGE = 'Bearer realm="svc", error="invalid_token"';
 export const insufficientScopeChallenge = (scopes: string): string => `Bearer realm="svc", error="insufficient_scope", scope="${scopes}"`;
 
@@ -41,7 +47,7 @@ function answers(flavour: Flavour) {
   const nginx = flavour === 'nginx';
   return {
     open: { status: 200, headers: [CC, NO_STORE, CL, '0'], body: null } as Canned,
-    noTokenWaf: canned(flavour, 401, [WWW, BEARER_CHALLENGE, WWW, BASIC_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
+    noTokenWaf: canned(flavour, 401, [WWW, WAF_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     noToken: canned(flavour, 401, [WWW, BEARER_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     invalidToken: canned(flavour, 401, [WWW, INVALID_TOKEN_CHALLENGE], 'Unauthorized', 'The token is unknown, expired or malformed.'),
     insufficientScope: canned(flavour, 403, [], 'Forbidden', 'The token is not valid for this resource.'),

@@ -204,10 +204,10 @@ describe('svc-auth endpoints × answers', () => {
       expect(basic.headers['x-auth-request-token-id']).toBe(idOf(T_TOPIC));
     });
 
-    it('no token on a WAF path: 401 with a Bearer and a Basic challenge', async () => {
+    it('no token on a WAF path: 401 with a Bearer and a Basic challenge, in one header (nginx passes only the first)', async () => {
       const a = await ask(server.url, e, { target: WAF_TOPIC });
       expectNoStoreAndBody(e, a, 401);
-      expect(a.distinct['www-authenticate']).toEqual(['Bearer realm="svc"', 'Basic realm="svc"']);
+      expect(a.distinct['www-authenticate']).toEqual(['Bearer realm="svc", Basic realm="svc"']);
     });
 
     it('no token on an API path: 401 with a Bearer challenge only', async () => {
