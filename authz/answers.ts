@@ -5,6 +5,11 @@ import type { ServerResponse } from 'node:http';
  * body. The nginx endpoints answer only 200, 401 or 403 (nginx turns anything else into 500) with empty
  * bodies (nginx drops them); the Traefik and Envoy endpoints pass the answer on to the client, so they get
  * the precise status and an `application/problem+json` body. Every answer carries `Cache-Control: no-store`.
+ *
+ * The nginx answers also carry `X-Accel-Expires`, which nginx (and ingress-nginx's `auth-cache-*`) prefers
+ * to any other caching header: 0 on every refusal, so a new token works at once, and at most
+ * `cacheMaxAge` seconds on an allow, never beyond the deciding token's expiry, so that is the longest a
+ * revoked token or a newly closed scope keeps working through a proxy's decision cache.
  */
 export type Flavour = 'nginx' | 'proxy';
 
@@ -14,6 +19,7 @@ const CC = 'Cache-Control';
 const NO_STORE = 'no-store';
 const CL = 'Content-Length';
 const WWW = 'WWW-Authenticate';
+const ACCEL = 'X-Accel-Expires';
 export const BEARER_CHALLENGE = 'Bearer realm="svc"';
 export const BASIC_CHALLENGE = 'Basic realm="svc"';
 /**
@@ -38,15 +44,18 @@ function problem(status: number, title: string, detail: string): Buffer {
 }
 
 function canned(flavour: Flavour, status: number, extra: Headers, title: string, detail: string): Canned {
-  if (flavour === 'nginx') return { status, headers: [CC, NO_STORE, CL, '0', ...extra], body: null };
+  if (flavour === 'nginx') return { status, headers: [CC, NO_STORE, ACCEL, '0', CL, '0', ...extra], body: null };
   const body = problem(status, title, detail);
   return { status, headers: [CC, NO_STORE, 'Content-Type', PROBLEM_JSON, CL, String(body.length), ...extra], body };
 }
 
-function answers(flavour: Flavour) {
+function answers(flavour: Flavour, cacheMaxAge: number) {
   const nginx = flavour === 'nginx';
+  const allowCache: Headers = nginx ? [ACCEL, String(cacheMaxAge)] : [];
   return {
-    open: { status: 200, headers: [CC, NO_STORE, CL, '0'], body: null } as Canned,
+    flavour,
+    cacheMaxAge,
+    open: { status: 200, headers: [CC, NO_STORE, ...allowCache, CL, '0'], body: null } as Canned,
     noTokenWaf: canned(flavour, 401, [WWW, WAF_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     noToken: canned(flavour, 401, [WWW, BEARER_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     invalidToken: canned(flavour, 401, [WWW, INVALID_TOKEN_CHALLENGE], 'Unauthorized', 'The token is unknown, expired or malformed.'),
@@ -57,7 +66,11 @@ function answers(flavour: Flavour) {
 }
 
 export type AnswerSet = ReturnType<typeof answers>;
-export const ANSWERS: Readonly<Record<Flavour, AnswerSet>> = { nginx: answers('nginx'), proxy: answers('proxy') };
+
+/** The answers of both flavours, prepared once per server; `cacheMaxAge` in seconds (0 disables caching). */
+export function answerSets(cacheMaxAge: number): Readonly<Record<Flavour, AnswerSet>> {
+  return { nginx: answers('nginx', cacheMaxAge), proxy: answers('proxy', cacheMaxAge) };
+}
 
 export function send(res: ServerResponse, a: Canned): void {
   res.writeHead(a.status, a.headers as string[]);
@@ -65,8 +78,13 @@ export function send(res: ServerResponse, a: Canned): void {
   else res.end(a.body);
 }
 
-export function sendGranted(res: ServerResponse, scope: string, tokenId: string): void {
-  res.writeHead(200, [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Token-Id', tokenId]);
+export function sendGranted(res: ServerResponse, set: AnswerSet, scope: string, tokenId: string, expiresAtMs: number, nowMs: number): void {
+  const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Token-Id', tokenId];
+  if (set.flavour === 'nginx') {
+    const left = Math.max(0, Math.floor((expiresAtMs - nowMs) / 1000));
+    headers.push(ACCEL, String(Math.min(set.cacheMaxAge, left)));
+  }
+  res.writeHead(200, headers);
   res.end();
 }
 

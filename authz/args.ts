@@ -16,6 +16,8 @@ export interface AuthConfig {
   readonly access: AccessConfig;
   readonly source: SourceConfig;
   readonly logLevel: LogLevel;
+  /** Seconds an nginx decision cache may keep an allow (X-Accel-Expires); 0 disables caching. */
+  readonly cacheMaxAge: number;
 }
 
 export interface Output {
@@ -63,6 +65,7 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     .option('--waf-prefix <path>', 'path prefix of the web-accessible folder', '/data')
     .option('--api-prefix <path>', 'path prefix of the OGC API', '/oapi')
     .option('--token-query-param <name>', 'query argument that carries a token; "" disables query tokens', 'token')
+    .option('--cache-max-age <seconds>', 'longest an nginx/ingress-nginx auth cache may keep an allow (X-Accel-Expires; refusals are never cached); 0 disables', '30')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .version(version(), '-V, --version')
     .helpOption('-h, --help')
@@ -89,6 +92,7 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     wafPrefix: string;
     apiPrefix: string;
     tokenQueryParam: string;
+    cacheMaxAge: string;
     logLevel: LogLevel;
   }>();
   try {
@@ -123,7 +127,10 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
       throw new UsageError('--listen and --metrics-listen must differ: metrics have their own port');
     }
     const access = accessConfig({ wafPrefix: o.wafPrefix, apiPrefix: o.apiPrefix, tokenQueryParam: o.tokenQueryParam });
-    return { listen, metricsListen, access, source, logLevel: o.logLevel };
+    if (!/^\d{1,5}$/.test(o.cacheMaxAge) || Number(o.cacheMaxAge) > 86400) {
+      throw new UsageError(`--cache-max-age ${JSON.stringify(o.cacheMaxAge)}: give whole seconds from 0 (no caching) to 86400, e.g. 30`);
+    }
+    return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge) };
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(`svc-auth: ${e.message}\n${HINT}\n`);

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { decide, normalizeTarget, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
-import { ANSWERS, send, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
+import { answerSets, send, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
 
 /** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
@@ -15,6 +15,8 @@ export interface AuthContext {
   readonly state: ServingState;
   readonly metrics: AuthMetrics;
   readonly logger: Logger;
+  /** Longest time, in seconds, an nginx decision cache may keep an allow (X-Accel-Expires). */
+  readonly cacheMaxAge: number;
 }
 
 const EXT_AUTHZ = '/authz/ext-authz';
@@ -133,16 +135,17 @@ function normalizedPath(target: string): string | undefined {
  */
 export function createAuthHandler(ctx: AuthContext): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { access, state, metrics, logger } = ctx;
+  const ANSWERS = answerSets(ctx.cacheMaxAge);
   const infoOn = logger.isLevelEnabled('info');
   const debugOn = logger.isLevelEnabled('debug');
 
-  function answer(res: ServerResponse, set: AnswerSet, d: Decision): ScopeKindLabel {
+  function answer(res: ServerResponse, set: AnswerSet, d: Decision, now: number): ScopeKindLabel {
     switch (d.outcome) {
       case 'open':
         send(res, set.open);
         return 'none';
       case 'granted':
-        sendGranted(res, scopeKey(d.scope), d.tokenId);
+        sendGranted(res, set, scopeKey(d.scope), d.tokenId, d.expiresAt, now);
         return d.scope.kind;
       case 'no-token':
         send(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
@@ -238,12 +241,13 @@ export function createAuthHandler(ctx: AuthContext): (req: IncomingMessage, res:
       } else {
         original = read(req);
         const { method, target, authorization, ambiguous } = original;
+        const now = Date.now();
         if (ambiguous !== undefined) decision = { outcome: 'malformed', reason: `${ambiguous} was sent more than once` };
         else if (target === undefined) decision = { outcome: 'malformed', reason: 'no original request target' };
         else if (method === undefined || !METHOD.test(method)) decision = { outcome: 'malformed', reason: 'no valid original method' };
-        else decision = decide(index, access, { method, target, authorization }, Date.now());
+        else decision = decide(index, access, { method, target, authorization }, now);
         outcome = decision.outcome;
-        kind = answer(res, set, decision);
+        kind = answer(res, set, decision, now);
       }
     } catch (e) {
       outcome = 'error';

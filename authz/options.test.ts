@@ -48,7 +48,9 @@ describe('parseArgs', () => {
       access: { wafPrefix: ['data'], apiPrefix: ['oapi'], tokenParam: 'token' },
       source: { kind: 'scopes-dir' },
       logLevel: 'info',
+      cacheMaxAge: 30,
     });
+    expect(parseArgs(['--scopes-dir', '.', '--cache-max-age', '0'], sink)).toMatchObject({ cacheMaxAge: 0 });
   });
 
   it('takes a snapshot file whose directory exists, even before the file does', () => {
@@ -61,6 +63,9 @@ describe('parseArgs', () => {
     [['--scopes-dir', '.', '--log-level', 'loud'], /Allowed choices/],
     [['--snapshot-file', '/nonexistent/dir/snap'], /does not exist/],
     [['--scopes-dir', '.', 'extra'], /too many arguments|unexpected/i],
+    [['--scopes-dir', '.', '--cache-max-age', '-1'], /whole seconds/],
+    [['--scopes-dir', '.', '--cache-max-age', '1.5'], /whole seconds/],
+    [['--scopes-dir', '.', '--cache-max-age', '90000'], /whole seconds/],
   ])('%j is a usage error (exit 2)', (args, message) => {
     const { out, io: sink } = io();
     expect(parseArgs(args, sink)).toEqual({ exit: 2 });

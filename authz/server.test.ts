@@ -438,3 +438,71 @@ describe('svc-auth on an internal error', () => {
     expect((await http(server.url, 'GET', '/healthz', {})).status).toBe(200);
   });
 });
+
+describe('decision cache bound: X-Accel-Expires on the nginx endpoints', () => {
+  const T_SOON = tok('soon');
+  let server: RunningServer;
+  let uncached: RunningServer;
+  let unready: RunningServer;
+
+  beforeAll(async () => {
+    const soon = new Date(Date.now() + 10_000).toISOString();
+    const snapshot = compileSnapshot([
+      newProtectedScope(TOPIC, 'topic', undefined, [record(T_TOPIC), record(T_SOON, soon)]),
+      newProtectedScope(PROCESSES, 'processes', undefined, [record(T_PROCESSES)]),
+    ]);
+    const built = buildIndex(snapshot.generation, snapshot.lines);
+    if (!built.ok) throw new Error(built.error);
+    const start = (index: AccessIndex | null, cacheMaxAge: number) =>
+      startServer({
+        listen: { host: '127.0.0.1', port: 0 },
+        metricsListen: { host: '127.0.0.1', port: 0 },
+        access: DEFAULT_CONFIG,
+        cacheMaxAge,
+        source: new StaticSource(index),
+        logger: createLogger('silent').logger,
+      });
+    [server, uncached, unready] = await Promise.all([start(built.value, 30), start(built.value, 0), start(null, 30)]);
+    await Promise.all([server.firstLoad, uncached.firstLoad]);
+  });
+  afterAll(() => Promise.all([server.shutdown(), uncached.shutdown(), unready.shutdown()]));
+
+  describe.each(NGINX)('%s', (e) => {
+    it('allows may be cached for at most --cache-max-age seconds', async () => {
+      expect((await ask(server.url, e, { target: WAF_OPEN })).headers['x-accel-expires']).toBe('30');
+      expect((await ask(server.url, e, { target: WAF_TOPIC, authorization: bearer(T_TOPIC) })).headers['x-accel-expires']).toBe('30');
+    });
+    it("never beyond the deciding token's expiry", async () => {
+      const a = await ask(server.url, e, { target: WAF_TOPIC, authorization: bearer(T_SOON) });
+      expect(a.status).toBe(200);
+      const seconds = Number(a.headers['x-accel-expires']);
+      expect(seconds).toBeGreaterThanOrEqual(0);
+      expect(seconds).toBeLessThanOrEqual(10);
+    });
+    it('refusals are never cached', async () => {
+      const refusals = [
+        await ask(server.url, e, { target: WAF_TOPIC }),
+        await ask(server.url, e, { target: WAF_TOPIC, authorization: bearer(T_UNKNOWN) }),
+        await ask(server.url, e, { target: WAF_TOPIC, authorization: bearer(T_PROCESSES) }),
+        await ask(server.url, e, { target: '/data/a%2Fb' }),
+        await ask(unready.url, e, { target: WAF_OPEN }),
+      ];
+      expect(refusals.map((a) => [a.status, a.headers['x-accel-expires']])).toEqual([
+        [401, '0'],
+        [401, '0'],
+        [403, '0'],
+        [403, '0'],
+        [403, '0'],
+      ]);
+    });
+    it('--cache-max-age 0 disables caching of allows', async () => {
+      expect((await ask(uncached.url, e, { target: WAF_OPEN })).headers['x-accel-expires']).toBe('0');
+      expect((await ask(uncached.url, e, { target: WAF_TOPIC, authorization: bearer(T_TOPIC) })).headers['x-accel-expires']).toBe('0');
+    });
+  });
+
+  it.each(PROXY)('%s (Traefik/Envoy have no such cache) sends no X-Accel-Expires', async (e) => {
+    expect((await ask(server.url, e, { target: WAF_OPEN })).headers['x-accel-expires']).toBeUndefined();
+    expect((await ask(server.url, e, { target: WAF_TOPIC, authorization: bearer(T_TOPIC) })).headers['x-accel-expires']).toBeUndefined();
+  });
+});

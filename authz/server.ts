@@ -12,6 +12,8 @@ export interface ServerOptions {
   readonly listen: HostPort;
   readonly metricsListen: HostPort;
   readonly access: AccessConfig;
+  /** Seconds an nginx decision cache may keep an allow; default 30. */
+  readonly cacheMaxAge?: number;
   readonly source: SnapshotSource;
   readonly logger: Logger;
   readonly metrics?: AuthMetrics;
@@ -85,7 +87,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     res.status(404).set('Cache-Control', 'no-store').type('text/plain').send('not found\n');
   });
 
-  const auth = createAuthHandler({ access: options.access, state, metrics, logger });
+  const auth = createAuthHandler({ access: options.access, state, metrics, logger, cacheMaxAge: options.cacheMaxAge ?? 30 });
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!auth(req, res)) {
       if (state.draining) res.shouldKeepAlive = false;

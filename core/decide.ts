@@ -34,7 +34,14 @@ interface Governed {
 export type Decision =
   | { readonly outcome: 'open'; readonly area: Area }
   | { readonly outcome: 'malformed'; readonly reason: string }
-  | (Governed & { readonly outcome: 'granted'; readonly scope: Scope; readonly tokenId: string; readonly source: TokenSource })
+  | (Governed & {
+      readonly outcome: 'granted';
+      readonly scope: Scope;
+      readonly tokenId: string;
+      readonly source: TokenSource;
+      /** When the deciding token expires (ms since epoch; Infinity when never): bounds how long a proxy may cache the allow. */
+      readonly expiresAt: number;
+    })
   | (Governed & { readonly outcome: 'no-token' })
   | (Governed & { readonly outcome: 'invalid-token'; readonly why: 'malformed' | 'unknown' | 'expired'; readonly tokenId?: string })
   | (Governed & { readonly outcome: 'insufficient-scope'; readonly tokenId: string });
@@ -88,7 +95,7 @@ function judge(index: AccessIndex, area: Area, scopes: readonly IndexedScope[], 
   for (const entry of scopes) {
     const expiresAt = entry.tokens.get(hex);
     if (expiresAt === undefined) continue;
-    if (expiresAt > nowMs) return { outcome: 'granted', area, governing, scope: entry.scope, tokenId, source: credential.source };
+    if (expiresAt > nowMs) return { outcome: 'granted', area, governing, scope: entry.scope, tokenId, source: credential.source, expiresAt };
     expired = true;
   }
   if (expired) return { outcome: 'invalid-token', area, governing, why: 'expired', tokenId };
