@@ -431,6 +431,7 @@ describe('answers', () => {
       scope: OBS,
       tokenId: idOf(T.obs),
       source: 'bearer',
+      expiresAt: Infinity,
     });
   });
   it('governed, no token', () => {
@@ -454,7 +455,7 @@ describe('answers', () => {
   it('a token with an expiry still ahead grants', () => {
     const t = tok('not-yet-expired');
     const index = indexOf([{ scope: OBS, token: t, expiresAt: FUTURE }]);
-    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toMatchObject({ outcome: 'granted', scope: OBS, tokenId: idOf(t) });
+    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toMatchObject({ outcome: 'granted', scope: OBS, tokenId: idOf(t), expiresAt: Date.parse(FUTURE) });
   });
   it('a token expires at its expiry instant', () => {
     const t = tok('edge');
