@@ -52,7 +52,7 @@ export function program(): Command {
     .option('--context <name>', 'kubeconfig context')
     .addOption(new Option('--shard-max-bytes <n>', 'largest shard ConfigMap payload').default(DEFAULT_SHARD_MAX_BYTES).argParser(parsePositiveInt))
     .addOption(new Option('--stale-shard-grace <d>', 'keep unreferenced shards this long for readers still loading them').default(120_000, '2m').argParser(parseDuration))
-    .addOption(new Option('--debounce <d>', 'gather changes this long before a reconcile').default(75, '75ms').argParser(parseDuration))
+    .addOption(new Option('--debounce <d>', 'gather changes this long before a reconcile').default(50, '50ms').argParser(parseDuration))
     .addOption(new Option('--status-concurrency <n>', 'status patches in flight at once').default(16).argParser(parsePositiveInt))
     .addOption(new Option('--relist-interval <d>', 'relist the watched objects this often').default(300_000, '5m').argParser(parseDuration))
     .addOption(new Option('--resync <d>', 'reconcile at least this often').default(600_000, '10m').argParser(parseDuration))

@@ -115,11 +115,13 @@ export class Reconciler {
   private async reconcileOnce(nowMs: number): Promise<ProcessResult> {
     const { opts } = this;
     const objects = opts.scopes();
-    const { compiled, snapshot } = this.compiler.compile(objects, nowMs);
-    const { index, shards } = shardSnapshot(snapshot, opts.shardMaxBytes);
+    // The snapshot first (it is what svc-auth enforces), the 10,000 desired statuses after it is written.
+    const phase = await this.compiler.snapshotAsync(objects);
+    const { index, shards } = shardSnapshot(phase.snapshot, opts.shardMaxBytes);
     const compiledAt = this.now();
     const outcome = await opts.writer.write(index, shards);
     const writtenAt = this.now();
+    const compiled = await this.compiler.statusesAsync(objects, phase, nowMs);
     // From here on our own status echoes are expected: the informer predicate compares against these.
     this.lastDesired.clear();
     for (const [name, d] of compiled.desired) this.lastDesired.set(name, d.status);
@@ -163,10 +165,16 @@ export class Reconciler {
     }
 
     // Status patches, only where the status differs.
-    const changed = objects.filter((o) => {
+    const changed: ProtectedScope[] = [];
+    let deadline = performance.now() + 10;
+    for (const o of objects) {
       const d = compiled.desired.get(o.metadata.name);
-      return d !== undefined && !statusEquals(o.status as ScopeStatus | undefined, d.status);
-    });
+      if (d !== undefined && !statusEquals(o.status as ScopeStatus | undefined, d.status)) changed.push(o);
+      if (performance.now() >= deadline) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        deadline = performance.now() + 10;
+      }
+    }
     for (const o of changed) {
       const d = compiled.desired.get(o.metadata.name)!.status;
       const before = o.status as ScopeStatus | undefined;

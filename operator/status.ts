@@ -107,7 +107,7 @@ export interface Compiled {
 }
 
 /** What the compiler keeps of one object between reconciles: everything that depends on its spec only. */
-interface ObjectEntry {
+export interface ObjectEntry {
   readonly cacheKey: string;
   readonly assessment: Assessment;
   readonly scopeKey?: string;
@@ -118,28 +118,76 @@ interface ObjectEntry {
 }
 
 interface GroupEntry {
-  readonly signature: string;
+  /** The object entries compiled into this group's line (identity-compared to detect a change). */
+  readonly entries: readonly ObjectEntry[];
   readonly scope: Scope;
   /** The group's canonical snapshot line (absent when the scope is open), from core's compileSnapshot. */
   readonly line?: string;
   readonly tokens: number;
 }
 
+/** What the snapshot phase leaves for the status phase. */
+export interface SnapshotPhase {
+  readonly snapshot: Snapshot;
+  readonly members: ReadonlyMap<string, { readonly scope: Scope; readonly entries: readonly ObjectEntry[] }>;
+  readonly entries: ReadonlyMap<string, ObjectEntry>;
+}
+
+type Steps<T> = Generator<void, T>;
+
+function runSync<T>(steps: Steps<T>): T {
+  let r = steps.next();
+  while (!r.done) r = steps.next();
+  return r.value;
+}
+
+/** Runs a generator, yielding to the event loop every sliceMs (health checks and watches must not wait). */
+async function runSliced<T>(steps: Steps<T>, sliceMs: number): Promise<T> {
+  let deadline = performance.now() + sliceMs;
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    if (performance.now() >= deadline) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      deadline = performance.now() + sliceMs;
+    }
+  }
+}
+
+const byName = (a: ObjectEntry, b: ObjectEntry) => (a.assessment.name < b.assessment.name ? -1 : a.assessment.name > b.assessment.name ? 1 : 0);
+
 /**
  * Compiles a namespace incrementally: an object is assessed (validated, sanitized) once per generation and a
  * scope's snapshot line is compiled (by core's compileSnapshot, on that scope's objects alone) once per change
  * of its objects, so a one-object change costs one assessment and one line, not 10,000. The lines are then put
  * in canonical order and hashed exactly as compileSnapshot would over the whole namespace (a unit test holds
- * the two equal).
+ * the two equal). Two phases, so the snapshot can be written before the 10,000 desired statuses are computed.
  */
 export class Compiler {
   private objects = new Map<string, ObjectEntry>();
   private groups = new Map<string, GroupEntry>();
+  /** Keys of closed groups in canonical order, kept while the set of closed scopes does not change. */
+  private order: string[] = [];
 
   compile(objects: readonly ProtectedScope[], nowMs: number): { compiled: Compiled; snapshot: Snapshot } {
+    const phase = runSync(this.snapshotSteps(objects));
+    return { compiled: runSync(this.statusSteps(objects, phase, nowMs)), snapshot: phase.snapshot };
+  }
+
+  snapshotAsync(objects: readonly ProtectedScope[], sliceMs = 10): Promise<SnapshotPhase> {
+    return runSliced(this.snapshotSteps(objects), sliceMs);
+  }
+
+  statusesAsync(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number, sliceMs = 10): Promise<Compiled> {
+    return runSliced(this.statusSteps(objects, phase, nowMs), sliceMs);
+  }
+
+  private *snapshotSteps(objects: readonly ProtectedScope[]): Steps<SnapshotPhase> {
+    let n = 0;
     // 1. Per-object entries, reused while uid and generation are unchanged (status patches do not bump generation).
     const nextObjects = new Map<string, ObjectEntry>();
     for (const o of objects) {
+      if ((++n & 63) === 0) yield;
       const name = o.metadata?.name ?? '';
       const cacheKey = objectCacheKey(o);
       const cached = this.objects.get(name);
@@ -147,7 +195,7 @@ export class Compiler {
     }
     this.objects = nextObjects;
 
-    // 2. Groups by scope; a group's line is recompiled only when its set of object versions changed.
+    // 2. Groups by scope; a group's line is recompiled only when its objects (as entries) changed.
     const members = new Map<string, { scope: Scope; entries: ObjectEntry[] }>();
     for (const e of nextObjects.values()) {
       if (!e.scopeKey) continue;
@@ -156,28 +204,47 @@ export class Compiler {
       else members.set(e.scopeKey, { scope: e.assessment.scope!, entries: [e] });
     }
     const nextGroups = new Map<string, GroupEntry>();
+    let orderChanged = false;
     for (const [key, { scope, entries }] of members) {
-      entries.sort((a, b) => (a.assessment.name < b.assessment.name ? -1 : a.assessment.name > b.assessment.name ? 1 : 0));
-      const signature = entries.map((e) => e.cacheKey).join('\n');
+      if ((++n & 255) === 0) yield;
+      if (entries.length > 1) entries.sort(byName);
       const cached = this.groups.get(key);
-      if (cached && cached.signature === signature) {
+      if (cached && cached.entries.length === entries.length && cached.entries.every((e, i) => e === entries[i])) {
         nextGroups.set(key, cached);
         continue;
       }
       const part = compileSnapshot(entries.map((e) => e.assessment.compiled!));
-      nextGroups.set(key, { signature, scope, ...(part.lines[0] !== undefined ? { line: part.lines[0] } : {}), tokens: part.tokenCount });
+      const group: GroupEntry = { entries, scope, ...(part.lines[0] !== undefined ? { line: part.lines[0] } : {}), tokens: part.tokenCount };
+      if ((cached?.line !== undefined) !== (group.line !== undefined)) orderChanged = true;
+      nextGroups.set(key, group);
     }
+    for (const [key, g] of this.groups) if (g.line !== undefined && !nextGroups.has(key)) orderChanged = true;
     this.groups = nextGroups;
 
-    // 3. The snapshot: closed scopes' lines in canonical (compareScopes) order.
-    const closed = [...nextGroups.values()].filter((g) => g.line !== undefined).sort((a, b) => compareScopes(a.scope, b.scope));
-    const lines = closed.map((g) => g.line!);
-    const snapshot: Snapshot = { generation: generationOf(lines), scopeCount: lines.length, tokenCount: closed.reduce((n, g) => n + g.tokens, 0), lines };
+    // 3. The snapshot: closed scopes' lines in canonical (compareScopes) order; re-sorted only when that set changed.
+    if (orderChanged) {
+      const closed = [...nextGroups].filter(([, g]) => g.line !== undefined).sort(([, a], [, b]) => compareScopes(a.scope, b.scope));
+      this.order = closed.map(([k]) => k);
+      yield;
+    }
+    const lines: string[] = [];
+    let tokenCount = 0;
+    for (const key of this.order) {
+      const g = nextGroups.get(key)!;
+      lines.push(g.line!);
+      tokenCount += g.tokens;
+    }
+    yield;
+    const snapshot: Snapshot = { generation: generationOf(lines), scopeCount: lines.length, tokenCount, lines };
+    return { snapshot, members, entries: nextObjects };
+  }
 
-    // 4. Desired statuses (these depend on the clock and on the current object, so they are not cached).
+  /** 4. Desired statuses (they depend on the clock and on each object's current status, so they are not cached). */
+  private *statusSteps(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Steps<Compiled> {
+    let n = 0;
     const scopeStates = new Map<string, 'Open' | 'Closed'>();
     const scopeObjects = new Map<string, string[]>();
-    for (const [key, { entries }] of members) {
+    for (const [key, { entries }] of phase.members) {
       scopeStates.set(key, entries.some((e) => e.tokenCount > 0) ? 'Closed' : 'Open');
       scopeObjects.set(key, entries.map((e) => e.assessment.name));
     }
@@ -185,15 +252,16 @@ export class Compiler {
     const desired = new Map<string, Desired>();
     const nowIso = new Date(nowMs).toISOString();
     for (const o of objects) {
-      const e = nextObjects.get(o.metadata?.name ?? '')!;
+      if ((++n & 255) === 0) yield;
+      const e = phase.entries.get(o.metadata?.name ?? '') ?? entryFor(o, objectCacheKey(o));
       const { active, next } = activeAt(e, nowMs);
       if (next !== undefined && (nextExpiryMs === undefined || next < nextExpiryMs)) nextExpiryMs = next;
       const d = desiredFor(o, e, active, scopeStates, scopeObjects, nowIso);
       desired.set(d.name, d);
     }
-    const assessments = [...nextObjects.values()].map((e) => e.assessment);
+    const assessments = [...phase.entries.values()].map((e) => e.assessment);
     const included = assessments.flatMap((a) => (a.compiled ? [a.compiled] : []));
-    return { compiled: { included, assessments, desired, scopeStates, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) }, snapshot };
+    return { included, assessments, desired, scopeStates, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) };
   }
 }
 
@@ -290,9 +358,21 @@ export function computeDesired(objects: readonly ProtectedScope[], nowMs: number
   return new Compiler().compile(objects, nowMs).compiled;
 }
 
+/** Canonical forms of statuses already seen (informer objects are not mutated, so identity is a safe key). */
+const canonicalCache = new WeakMap<object, string>();
+
 /** The status in a canonical form for comparison: no lastTransitionTime, sorted lists, no empty mergedWith. */
 function canonical(s: ScopeStatus | undefined): string {
   if (!s) return '{}';
+  let c = canonicalCache.get(s);
+  if (c === undefined) {
+    c = canonicalUncached(s);
+    canonicalCache.set(s, c);
+  }
+  return c;
+}
+
+function canonicalUncached(s: ScopeStatus): string {
   const conditions = [...(s.conditions ?? [])]
     .map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, observedGeneration: c.observedGeneration ?? null }))
     .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
