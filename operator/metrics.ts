@@ -4,14 +4,14 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export class OperatorMetrics {
   readonly registry = new Registry();
   readonly reconciles = new Counter({ name: 'svc_operator_reconciles_total', help: 'Namespace reconciles, by result (success, error).', labelNames: ['result'] as const, registers: [this.registry] });
-  readonly errors = new Counter({ name: 'svc_operator_errors_total', help: 'Errors, by where they happened (reconcile, informer, lease, event).', labelNames: ['source'] as const, registers: [this.registry] });
+  readonly errors = new Counter({ name: 'svc_operator_errors_total', help: 'Errors, by where they happened (reconcile, status, informer, lease, event).', labelNames: ['source'] as const, registers: [this.registry] });
   readonly duration = new Histogram({
     name: 'svc_operator_reconcile_duration_seconds',
     help: 'Time of one namespace reconcile: compile, snapshot writes, status patches.',
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
-  readonly queueDepth = new Gauge({ name: 'svc_operator_queue_depth', help: 'Keys waiting in the work queue.', registers: [this.registry] });
+  readonly queueDepth = new Gauge({ name: 'svc_operator_queue_depth', help: 'Keys ready and waiting in a work queue (snapshot: the namespace; status: objects).', labelNames: ['queue'] as const, registers: [this.registry] });
   readonly objects = new Gauge({ name: 'svc_operator_protectedscopes', help: 'ProtectedScope objects in the watched namespace.', registers: [this.registry] });
   readonly scopes = new Gauge({ name: 'svc_operator_scopes', help: 'Scopes, by state (Closed scopes are the ones in the snapshot).', labelNames: ['state'] as const, registers: [this.registry] });
   readonly tokens = new Gauge({ name: 'svc_operator_tokens', help: 'Token records in the snapshot, by whether they have expired.', labelNames: ['state'] as const, registers: [this.registry] });

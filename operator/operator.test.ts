@@ -113,7 +113,7 @@ async function settle(op: Operator, cluster: Cluster): Promise<void> {
   await until(
     () => {
       const n = cluster.api.calls.length;
-      if (op.queue.depth === 0 && op.queue.inFlight === 0 && n === last) stable++;
+      if (op.queue.depth === 0 && op.queue.inFlight === 0 && op.statusQueue.depth === 0 && op.statusQueue.inFlight === 0 && op.statusQueue.delayedCount === 0 && n === last) stable++;
       else stable = 0;
       last = n;
       return op.ready && stable >= 10;
@@ -195,7 +195,7 @@ describe('svc-operator on a fake API server', () => {
     const events = c.events.events.length;
     const second = start(c);
     await settle(second, c);
-    expect(second.reconciler.lastReport).toMatchObject({ shardsWritten: 0, indexWritten: false, statusPatched: 0, events: 0 });
+    expect(second.reconciler.lastReport).toMatchObject({ shardsWritten: 0, indexWritten: false, statusQueued: 0, events: 0 });
     expect(c.api.calls.filter((x) => /^(apply|patch|delete|create)/.test(x)).length).toBe(writes);
     expect(c.events.events.length).toBe(events);
   });
@@ -279,6 +279,40 @@ describe('svc-operator on a fake API server', () => {
     expect(c.snapshot()!.scopeCount).toBe(3);
   });
 
+  it('publishes a change while a wave of status patches is still running', async () => {
+    const c = new Cluster();
+    for (let i = 0; i < 40; i++) c.create(`s${i}`, { topicHierarchy: `origin.w${i}`, tokens: [token(`token-${i}-0123456789`)] });
+    const inner = fakeStatusClient(c.scopes);
+    const slow = { patchStatus: async (n: string, p: Record<string, unknown>) => (await sleep(50), inner.patchStatus(n, p)) };
+    const op = new Operator(
+      { scopes: c.scopes.listWatch(), configMapsWatch: c.configMaps.listWatch(), configMaps: fakeConfigMapClient(c.configMaps), status: slow, events: c.events },
+      { namespace: 'ns', snapshotName: 'svc-auth-snapshot', identity: 'x', shardMaxBytes: 2000, staleGraceMs: 200, debounceMs: 10, statusConcurrency: 2, relistIntervalMs: 60_000, resyncMs: 60_000 },
+      quiet,
+      new OperatorMetrics(false),
+    );
+    operators.push(op);
+    op.start();
+    await until(() => c.snapshot()?.scopeCount === 40, 3000, 'first snapshot');
+    expect(op.statusQueue.depth + op.statusQueue.inFlight).toBeGreaterThan(10); // the wave is under way
+    const t0 = Date.now();
+    c.create('late', { topicHierarchy: 'origin.late', tokens: [token('token-late-0123456789')] });
+    await until(() => c.snapshot()?.scopeCount === 41, 3000, 'late scope published');
+    expect(Date.now() - t0).toBeLessThan(500);
+    await until(() => c.status('late')?.state === 'Closed', 5000, 'late status');
+  });
+
+  it('rewrites one status someone else changed, without recompiling', async () => {
+    const c = new Cluster();
+    for (let i = 0; i < 5; i++) c.create(`s${i}`, { topicHierarchy: `origin.o${i}`, tokens: [token(`token-${i}-0123456789`)] });
+    const op = start(c);
+    await settle(op, c);
+    const reconciles = op.reconciler.lastSuccessAt;
+    const o = c.scopes.get('s2')!;
+    c.scopes.put({ ...o, status: { state: 'Open' } } as never);
+    await until(() => c.status('s2')?.state === 'Closed', 3000, 'status restored');
+    expect(op.reconciler.lastSuccessAt).toBe(reconciles);
+  });
+
   it('exposes metrics', async () => {
     const c = new Cluster();
     c.create('a', { topicHierarchy: 'origin.a', tokens: [token('token-a-0123456789'), token('token-b-0123456789', '2020-01-01T00:00:00Z')] });
@@ -289,7 +323,9 @@ describe('svc-operator on a fake API server', () => {
     expect(text).toMatch(/svc_operator_scopes\{state="Closed"\} 1/);
     expect(text).toMatch(/svc_operator_tokens\{state="active"\} 1/);
     expect(text).toMatch(/svc_operator_tokens\{state="expired"\} 1/);
-    expect(text).toMatch(/svc_operator_queue_depth 0/);
+    expect(text).toMatch(/svc_operator_queue_depth\{queue="snapshot"\} 0/);
+    expect(text).toMatch(/svc_operator_queue_depth\{queue="status"\} 0/);
+    expect(text).toMatch(/svc_operator_status_patches_total 1/);
     expect(text).toMatch(/svc_operator_reconcile_duration_seconds_count [1-9]/);
   });
 });

@@ -48,7 +48,10 @@ export class Operator {
   readonly metrics: OperatorMetrics;
   readonly scopeInformer: ResilientInformer<ProtectedScope>;
   readonly configMapInformer: ResilientInformer<ConfigMapObject>;
+  /** The namespace key: compile and write the snapshot (one at a time, debounced). */
   readonly queue: WorkQueue<string>;
+  /** Object names: patch one status (many at a time, each key at most once at a time). */
+  readonly statusQueue: WorkQueue<string>;
   readonly reconciler: Reconciler;
   readonly writer: SnapshotWriter;
   readonly recorder: EventRecorder;
@@ -112,7 +115,9 @@ export class Operator {
         onAdd: enqueue,
         onDelete: enqueue,
         onUpdate: (old, obj) => {
-          if (this.reconciler.needsReconcile(old, obj)) enqueue();
+          const need = this.reconciler.needsReconcile(old, obj);
+          if (need === 'snapshot') enqueue();
+          else if (need === 'status') this.statusQueue.add(obj.metadata.name);
         },
         onSynced: enqueue,
         onError: (e, attempt) => {
@@ -165,7 +170,8 @@ export class Operator {
       },
       isLeader,
       shardMaxBytes: config.shardMaxBytes,
-      statusConcurrency: config.statusConcurrency,
+      scope: (name) => this.scopeInformer.get(`${ns}/${name}`) ?? this.scopeInformer.get(name),
+      enqueueStatus: (name) => this.statusQueue.add(name),
       resyncMs: config.resyncMs,
       metrics: m,
       log,
@@ -179,8 +185,19 @@ export class Operator {
       concurrency: 1,
       backoffBaseMs: 250,
       backoffMaxMs: config.backoffMaxMs ?? 30_000,
-      onDepth: (d) => m.queueDepth.set(d),
+      onDepth: (d) => m.queueDepth.set({ queue: 'snapshot' }, d),
       onError: (key, e, failures, retryIn) => log.warn({ namespace: key, failures, retryInMs: retryIn, err: describeError(e) }, 'reconcile failed; will retry'),
+    });
+    this.statusQueue = new WorkQueue<string>({
+      process: (name) => this.reconciler.reconcileStatus(name),
+      concurrency: config.statusConcurrency,
+      backoffBaseMs: 250,
+      backoffMaxMs: config.backoffMaxMs ?? 30_000,
+      onDepth: (d) => m.queueDepth.set({ queue: 'status' }, d),
+      onError: (name, e, failures, retryIn) => {
+        m.errors.inc({ source: 'status' });
+        if (failures === 1 || failures % 10 === 0) log.warn({ name, failures, retryInMs: retryIn, err: describeError(e) }, 'status patch failed; will retry');
+      },
     });
   }
 
@@ -210,7 +227,7 @@ export class Operator {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    await this.queue.shutdown();
+    await Promise.all([this.queue.shutdown(), this.statusQueue.shutdown()]);
     await this.elector?.stop(true);
     await Promise.all([this.scopeInformer.stop(), this.configMapInformer.stop()]);
     await Promise.race([this.recorder.flush(), new Promise((r) => setTimeout(r, 2000))]);

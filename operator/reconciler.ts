@@ -2,8 +2,8 @@ import { API_GROUP_VERSION, KIND, shardSnapshot, type ProtectedScope } from '../
 import type { ObjectReference, EventType } from '../k8s/events.js';
 import type { ScopeStatusClient } from '../k8s/scopes.js';
 import type { ProcessResult } from './queue.js';
-import { NotLeaderError, pool, type SnapshotWriter } from './snapshot-writer.js';
-import { Compiler, statusEquals, statusPatch, type ScopeStatus } from './status.js';
+import { NotLeaderError, type SnapshotWriter } from './snapshot-writer.js';
+import { Compiler, desiredNow, statusEquals, statusPatch, type Compiled, type ScopeStatus, type SnapshotPhase } from './status.js';
 import type { OperatorMetrics } from './metrics.js';
 
 /**
@@ -32,7 +32,10 @@ export interface ReconcilerOptions {
   readonly events: EventEmitter;
   readonly isLeader: () => boolean;
   readonly shardMaxBytes: number;
-  readonly statusConcurrency?: number;
+  /** Looks one ProtectedScope up in the cache (for the per-object status work). */
+  readonly scope: (name: string) => ProtectedScope | undefined;
+  /** Queues the status work of one object (the operator's status queue). */
+  readonly enqueueStatus: (name: string) => void;
   /** A safety net: reconcile at least this often even if nothing is heard. */
   readonly resyncMs?: number;
   readonly now?: () => number;
@@ -48,11 +51,13 @@ export interface ReconcileReport {
   readonly shardsWritten: number;
   readonly indexWritten: boolean;
   readonly deleted: number;
-  readonly statusPatched: number;
+  /** Objects whose status differs from the desired one: queued for a status patch each. */
+  readonly statusQueued: number;
   readonly events: number;
   /** Phase times: compile (assess, compile, shard), snapshot writes, status patches. */
   readonly compileMs: number;
   readonly writeMs: number;
+  /** Computing the desired statuses and comparing them with the current ones (the patches run in their own queue). */
   readonly statusMs: number;
 }
 
@@ -67,6 +72,9 @@ export class Reconciler {
   private readonly now: () => number;
   private readonly compiler = new Compiler();
   private _lastReport: ReconcileReport | undefined;
+  private last: { phase: SnapshotPhase; compiled: Compiled } | undefined;
+  /** Merge sets already announced, by object, so a status patch still in flight is not announced twice. */
+  private readonly announcedMerges = new Map<string, string>();
   private _lastSuccessAt = 0;
 
   constructor(private readonly opts: ReconcilerOptions) {
@@ -82,13 +90,35 @@ export class Reconciler {
   }
 
   /**
-   * The predicate for ProtectedScope updates: a spec change (new generation), or a status that is not the one
-   * we last computed (someone else wrote it, or our patch is missing). Our own status echoes do not trigger.
+   * The predicate for ProtectedScope updates. A spec change (new generation) needs a compile: 'snapshot'. A status
+   * that is not the one we last computed (someone else wrote it, or our patch is missing) needs only that
+   * object's status work: 'status'. Our own status echoes need nothing.
    */
-  needsReconcile(oldObj: ProtectedScope | undefined, obj: ProtectedScope): boolean {
-    if (!oldObj || oldObj.metadata?.generation !== obj.metadata?.generation) return true;
+  needsReconcile(oldObj: ProtectedScope | undefined, obj: ProtectedScope): 'snapshot' | 'status' | undefined {
+    if (!oldObj || oldObj.metadata?.generation !== obj.metadata?.generation) return 'snapshot';
     const desired = this.lastDesired.get(obj.metadata?.name ?? '');
-    return desired === undefined || !statusEquals(obj.status as ScopeStatus | undefined, desired);
+    if (desired === undefined) return 'snapshot';
+    return statusEquals(obj.status as ScopeStatus | undefined, desired) ? undefined : 'status';
+  }
+
+  /**
+   * The status work of one object: recompute its desired status from the last compile (at this instant) and
+   * patch it if the object's status differs. Runs in its own queue, so 10,000 status patches never hold up the
+   * next snapshot.
+   */
+  async reconcileStatus(name: string): Promise<ProcessResult> {
+    const { opts } = this;
+    if (!opts.isLeader() || !this.last) return {};
+    const o = opts.scope(name);
+    if (!o) return {};
+    const d = desiredNow(o, this.last.phase, this.last.compiled, this.now());
+    if (!d) return {}; // changed since the last compile; the next one queues it again
+    this.lastDesired.set(name, d.status);
+    if (statusEquals(o.status as ScopeStatus | undefined, d.status)) return {};
+    if (!opts.isLeader()) return {};
+    await opts.status.patchStatus(name, statusPatch(d.status));
+    opts.metrics?.statusPatches.inc();
+    return {};
   }
 
   async reconcile(): Promise<ProcessResult> {
@@ -164,7 +194,7 @@ export class Reconciler {
       if (!nextStates.has(key) && state === 'Closed') emit(ref, 'Normal', 'ScopeOpened', `${key} is open: its ProtectedScope was deleted`);
     }
 
-    // Status patches, only where the status differs.
+    // Status work, only where the status differs; the patches themselves run in the status queue.
     const changed: ProtectedScope[] = [];
     let deadline = performance.now() + 10;
     for (const o of objects) {
@@ -179,23 +209,21 @@ export class Reconciler {
       const d = compiled.desired.get(o.metadata.name)!.status;
       const before = o.status as ScopeStatus | undefined;
       const merged = [...(d.mergedWith ?? [])].sort().join(',');
-      if (merged && merged !== [...(before?.mergedWith ?? [])].sort().join(',')) {
+      if (merged && merged !== [...(before?.mergedWith ?? [])].sort().join(',') && this.announcedMerges.get(o.metadata.name) !== merged) {
         emit(refOf(o), 'Warning', 'ScopesMerged', `merged with ${d.mergedWith!.join(', ')}: ${d.mergedWith!.length + 1} objects protect ${d.kind}=${d.scope}; their tokens are combined`.slice(0, 1000));
       }
+      if (merged) this.announcedMerges.set(o.metadata.name, merged);
+      else this.announcedMerges.delete(o.metadata.name);
       const ready = d.conditions?.[0];
       const beforeReady = before?.conditions?.find((c) => c.type === 'Ready');
       if (ready?.status === 'False' && !(beforeReady?.status === 'False' && beforeReady.reason === ready.reason)) {
         emit(refOf(o), 'Warning', 'CompileFailed', ready.message);
       }
     }
-    let statusPatched = 0;
-    await pool(changed, opts.statusConcurrency ?? 16, async (o) => {
-      if (!opts.isLeader()) throw new NotLeaderError();
-      const d = compiled.desired.get(o.metadata.name)!.status;
-      const found = await opts.status.patchStatus(o.metadata.name, statusPatch(d));
-      opts.metrics?.statusPatches.inc();
-      if (found) statusPatched++;
-    });
+    for (const name of [...this.announcedMerges.keys()]) if (!byName.has(name)) this.announcedMerges.delete(name);
+    if (!opts.isLeader()) throw new NotLeaderError();
+    this.last = { phase, compiled };
+    for (const o of changed) opts.enqueueStatus(o.metadata.name);
 
     this.scopeStates = nextStates;
     const patchedAt = this.now();
@@ -226,14 +254,14 @@ export class Reconciler {
       shardsWritten: outcome.shardsWritten,
       indexWritten: outcome.indexWritten,
       deleted: outcome.deleted,
-      statusPatched,
+      statusQueued: changed.length,
       events,
       compileMs: compiledAt - nowMs,
       writeMs: writtenAt - compiledAt,
       statusMs: patchedAt - writtenAt,
     };
     this._lastSuccessAt = this.now();
-    if (outcome.shardsWritten > 0 || outcome.indexWritten || outcome.deleted > 0 || statusPatched > 0) {
+    if (outcome.shardsWritten > 0 || outcome.indexWritten || outcome.deleted > 0 || changed.length > 0) {
       opts.log?.info({ namespace: opts.namespace, ...this._lastReport, durationMs: this.now() - nowMs }, 'reconciled');
     }
 

@@ -351,6 +351,16 @@ function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, scopeStat
 }
 
 /**
+ * One object's desired status at nowMs from the last compile, or undefined when the object changed since
+ * (a new generation: the next compile covers it).
+ */
+export function desiredNow(o: ProtectedScope, phase: SnapshotPhase, compiled: Compiled, nowMs: number): Desired | undefined {
+  const e = phase.entries.get(o.metadata?.name ?? '');
+  if (!e || e.cacheKey !== objectCacheKey(o)) return undefined;
+  return desiredFor(o, e, activeAt(e, nowMs).active, compiled.scopeStates, compiled.scopeObjects, new Date(nowMs).toISOString());
+}
+
+/**
  * Assesses all objects of the namespace and computes each one's desired status at nowMs (a one-off Compiler).
  * lastTransitionTime comes from the object's current Ready condition when its status is unchanged, else nowMs.
  */
