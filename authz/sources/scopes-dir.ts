@@ -62,6 +62,9 @@ export class ScopesDirSource implements SnapshotSource {
     this.watch = new DirectoryWatch(this.dir, (reason) => this.changed(reason), {
       debounceMs: this.options.debounceMs ?? 150,
       rescanMs: this.options.rescanMs ?? 30_000,
+      // Manifest files, and kubelet's `..data` entries when the directory is a mounted ConfigMap; not the
+      // CLI's lock file or an editor's swap files.
+      relevant: (entry) => MANIFEST_FILE.test(entry) || entry.startsWith('..'),
     });
     await this.runner.trigger();
   }

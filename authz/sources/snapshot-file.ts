@@ -35,9 +35,12 @@ export class SnapshotFileSource implements SnapshotSource {
 
   async start(sink: SnapshotSink): Promise<void> {
     this.sink = sink;
+    const name = basename(this.file);
     this.watch = new DirectoryWatch(dirname(this.file), (reason) => this.changed(reason), {
       debounceMs: this.options.debounceMs ?? 100,
       rescanMs: this.options.rescanMs ?? 10_000,
+      // The file itself, and kubelet's `..data` / `..data_tmp` / `..<timestamp>` entries of a ConfigMap volume.
+      relevant: (entry) => entry === name || entry.startsWith('..'),
     });
     await this.runner.trigger();
   }

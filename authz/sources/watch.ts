@@ -6,6 +6,8 @@ export interface DirectoryWatchOptions {
   readonly debounceMs: number;
   /** Safety net: a periodic check, and the moment a lost watcher is re-created. */
   readonly rescanMs: number;
+  /** Which entries of the directory matter; events about others are ignored (the rescan still sees everything). */
+  readonly relevant?: (name: string) => boolean;
 }
 
 export type ChangeReason = 'event' | 'rescan';
@@ -57,7 +59,10 @@ export class DirectoryWatch {
     if (this.closed) return;
     try {
       const ino = statSync(this.dir).ino;
-      const w = watch(this.dir, { persistent: false }, () => this.schedule());
+      const w = watch(this.dir, { persistent: false }, (_event, name) => {
+        // No name (some platforms) or a relevant one: react; a busy unrelated neighbour (a log file) must not cause reloads.
+        if (name === null || !this.options.relevant || this.options.relevant(String(name))) this.schedule();
+      });
       this.watchedIno = ino;
       w.on('error', () => {
         w.close();
