@@ -116,6 +116,7 @@ export class Operator {
         onDelete: enqueue,
         onUpdate: (old, obj) => {
           const need = this.reconciler.needsReconcile(old, obj);
+          if (need) log.debug({ name: obj.metadata.name, need, generation: obj.metadata.generation, oldGeneration: old.metadata.generation }, 'update');
           if (need === 'snapshot') enqueue();
           else if (need === 'status') this.statusQueue.add(obj.metadata.name);
         },

@@ -1,8 +1,9 @@
-import { AccessIndexBuilder, parseScopeLine, type AccessIndex, type Result, type SnapshotScope } from '../../core/index.js';
+import { parseScopeLine, type AccessIndex, type Result, type SnapshotScope } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { describeError } from '../../k8s/errors.js';
 import type { ListWatchSource } from '../../k8s/informer.js';
 import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot-reader.js';
+import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
 import type { SnapshotSink, SnapshotSource } from './source.js';
 
 /**
@@ -10,8 +11,8 @@ import type { SnapshotSink, SnapshotSource } from './source.js';
  * ConfigMap is watched (with a periodic relist); every shard it names is fetched by name, verified against
  * its digest, and the whole against the generation (k8s/snapshot-reader.ts); the decision index is built in
  * slices between requests and swapped in one assignment. Shards are cached by digest, fetched and parsed,
- * so a change to one scope fetches and parses one shard (the index itself is rebuilt whole: it is swapped,
- * never edited in place). While the API server is away the last good snapshot keeps serving (and svc-auth
+ * and the new index is derived from the one in service by difference (configmap-index.ts), so a change to
+ * one scope costs about one shard, not the whole snapshot. While the API server is away the last good snapshot keeps serving (and svc-auth
  * stays ready if it had one); nothing unverified is ever served.
  *
  * The Kubernetes client (~0.4 s and ~75 MB to import) is loaded only here, when this source starts: the
@@ -81,7 +82,8 @@ export class ConfigMapSource implements SnapshotSource {
         if (!built.ok) throw new Error(built.error);
         if (this.stopped) return;
         this.watchFailing = false;
-        sink.loaded({ index: built.value, origin, loadMs: performance.now() - startedMs });
+        sink.loaded({ index: built.value.index, origin, loadMs: performance.now() - startedMs });
+        built.value.commit();
       },
       onFailure: (message) => {
         if (!this.stopped) sink.failed({ origin, problems: [{ message }] });
@@ -103,54 +105,46 @@ export class ConfigMapSource implements SnapshotSource {
 
   /** Parsed scopes by shard digest: unchanged shards are not parsed again. */
   private readonly parsed = new Map<string, readonly SnapshotScope[]>();
+  private readonly index = new IncrementalIndex();
 
   /**
-   * Parses the shards not parsed before, then builds the index from every scope, a slice at a time (yielding
-   * to waiting requests between slices). Any bad line refuses the whole generation.
+   * Parses the shards not parsed before, then derives the new index from the one in service by difference
+   * (or builds it whole), yielding to waiting requests every few milliseconds. Any bad line refuses the whole
+   * generation. The caller commits the result once it is in service.
    */
-  private async build(snapshot: VerifiedSnapshot): Promise<Result<AccessIndex>> {
+  private async build(snapshot: VerifiedSnapshot): Promise<Result<{ index: AccessIndex; commit: () => void }>> {
     const sliceMs = this.options.sliceMs ?? 2;
-    const yieldNow = () => new Promise<void>((r) => setImmediate(r));
     let deadline = performance.now() + sliceMs;
     const tick = async () => {
       if (performance.now() < deadline) return;
-      await yieldNow();
+      await new Promise<void>((r) => setImmediate(r));
       deadline = performance.now() + sliceMs;
     };
-    const parts: (readonly SnapshotScope[])[] = [];
+    const shards: IndexedShard[] = [];
     let lineNo = 0;
     for (const [i, ref] of snapshot.index.shards.entries()) {
-      const cached = this.parsed.get(ref.digest);
-      if (cached) {
-        parts.push(cached);
-        lineNo += cached.length;
-        continue;
+      const lines = snapshot.shardLines[i]!;
+      let scopes = this.parsed.get(ref.digest);
+      if (!scopes) {
+        const parsed: SnapshotScope[] = [];
+        for (const line of lines) {
+          const r = parseScopeLine(line);
+          if (!r.ok) return { ok: false, error: `scope line ${lineNo + parsed.length + 1}: ${r.error}` };
+          parsed.push(r.value);
+          if ((parsed.length & 15) === 0) await tick();
+          if (this.stopped) return { ok: false, error: 'stopped' };
+        }
+        this.parsed.set(ref.digest, parsed);
+        scopes = parsed;
       }
-      const scopes: SnapshotScope[] = [];
-      for (const line of snapshot.shardLines[i]!) {
-        lineNo++;
-        const r = parseScopeLine(line);
-        if (!r.ok) return { ok: false, error: `scope line ${lineNo}: ${r.error}` };
-        scopes.push(r.value);
-        if ((lineNo & 15) === 0) await tick();
-        if (this.stopped) return { ok: false, error: 'stopped' };
-      }
-      this.parsed.set(ref.digest, scopes);
-      parts.push(scopes);
+      lineNo += lines.length;
+      shards.push({ digest: ref.digest, lines, scopes });
     }
-    const builder = new AccessIndexBuilder();
-    let n = 0;
-    for (const part of parts) {
-      for (const scope of part) {
-        const r = builder.add(scope);
-        if (!r.ok) return { ok: false, error: `scope ${n + 1}: ${r.error}` };
-        if ((++n & 15) === 0) await tick();
-        if (this.stopped) return { ok: false, error: 'stopped' };
-      }
-    }
+    const built = await this.index.update(snapshot.index.generation, shards, tick);
+    if (!built.ok) return built;
     const keep = new Set(snapshot.index.shards.map((s) => s.digest));
     for (const digest of [...this.parsed.keys()]) if (!keep.has(digest)) this.parsed.delete(digest);
-    return { ok: true, value: builder.build(snapshot.index.generation) };
+    return { ok: true, value: { index: built.value.index, commit: built.value.commit } };
   }
 
   async stop(): Promise<void> {

@@ -182,8 +182,12 @@ export class Program {
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
+    // Never outlive the test or bench process that started us (a crashed bench must not leave a writer behind).
+    const reap = () => child.kill('SIGKILL');
+    process.once('exit', reap);
     child.on('exit', (code, signal) => {
       this.exit = { code, signal };
+      process.off('exit', reap);
     });
     return this;
   }

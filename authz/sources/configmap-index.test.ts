@@ -1,0 +1,133 @@
+import { describe, it, expect } from '@jest/globals';
+import fc from 'fast-check';
+import { buildIndex, compileSnapshot, hashToken, parseScopeLine, shardSnapshot, tokenIdOf, type AccessIndex, type ProtectedScope, type TopicNode } from '../../core/index.js';
+import { IncrementalIndex, LayeredMap, type IndexedShard } from './configmap-index.js';
+
+/** The index as plain, order-independent data (Infinity written out), for deep comparison. */
+function plain(index: AccessIndex): unknown {
+  const scope = (s: { key: string; depth: number; scope: unknown; tokens: ReadonlyMap<string, number> } | undefined) =>
+    s && { key: s.key, depth: s.depth, scope: s.scope, tokens: [...s.tokens].map(([h, at]) => [h, String(at)]).sort() };
+  const node = (n: TopicNode): unknown => ({ scope: scope(n.scope), children: [...n.children].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, c]) => [k, node(c)]) });
+  return {
+    generation: index.generation,
+    scopeCount: index.scopeCount,
+    tokenCount: index.tokenCount,
+    topics: [...index.topics].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, c]) => [k, node(c)]),
+    datasets: [...index.datasets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, s]) => [k, scope(s)]),
+    paths: [...index.paths].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, s]) => [k, scope(s)]),
+    allTokens: [...index.allTokens].map(([h, at]) => [h, String(at)]).sort(),
+  };
+}
+
+const SCOPES = [
+  { topicHierarchy: 'a' },
+  { topicHierarchy: 'a.b' },
+  { topicHierarchy: 'a.b.c' },
+  { topicHierarchy: 'a.x' },
+  { topicHierarchy: 'z.y' },
+  { metadataId: 'urn:a' },
+  { metadataId: 'urn:a:b' },
+  { path: 'collections/stations' },
+  { path: 'processes/svc' },
+  { path: 'processes/svc-x' },
+];
+const SECRETS = ['s0', 's1', 's2', 's3', 's4'].map((s) => `${s}-0123456789abcdef`);
+const EXPIRIES = [undefined, '2026-01-01T00:00:00Z', '2030-01-01T00:00:00Z'];
+
+const stateArb = fc.array(
+  fc.record({
+    scope: fc.nat(SCOPES.length - 1),
+    tokens: fc.array(fc.record({ secret: fc.nat(SECRETS.length - 1), exp: fc.nat(EXPIRIES.length - 1) }), { minLength: 0, maxLength: 3 }),
+  }),
+  { maxLength: 12 },
+);
+
+function shardsOf(state: { scope: number; tokens: { secret: number; exp: number }[] }[], maxBytes: number) {
+  const objects = state.map((o, i) => {
+    const tokens = o.tokens.map((t) => {
+      const hash = hashToken(SECRETS[t.secret]!);
+      const exp = EXPIRIES[t.exp];
+      return { id: tokenIdOf(hash), hash, createdAt: '2025-01-01T00:00:00Z', ...(exp ? { expiresAt: exp } : {}) };
+    });
+    return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: { ...SCOPES[o.scope], tokens } } as unknown as ProtectedScope;
+  });
+  const snapshot = compileSnapshot(objects);
+  const { index, shards } = shardSnapshot(snapshot, maxBytes);
+  const indexed: IndexedShard[] = shards.map((s) => {
+    const lines = s.text.split('\n').slice(0, -1);
+    return { digest: s.digest, lines, scopes: lines.map((l) => (parseScopeLine(l) as { ok: true; value: never }).value) };
+  });
+  return { generation: index.generation, lines: snapshot.lines, shards: indexed };
+}
+
+describe('IncrementalIndex', () => {
+  it('builds, by difference, exactly what AccessIndexBuilder builds, without touching the previous index', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(stateArb, fc.integer({ min: 60, max: 600 }), fc.boolean()), { minLength: 1, maxLength: 12 }), async (steps) => {
+        const inc = new IncrementalIndex();
+        for (const [state, maxBytes, commit] of steps) {
+          const { generation, lines, shards } = shardsOf(state, maxBytes);
+          const before = inc.current;
+          const frozen = before && JSON.stringify(plain(before));
+          const r = await inc.update(generation, shards);
+          expect(r.ok).toBe(true);
+          if (!r.ok) return;
+          const expected = buildIndex(generation, lines);
+          expect(expected.ok).toBe(true);
+          if (!expected.ok) return;
+          expect(plain(r.value.index)).toEqual(plain(expected.value));
+          if (before) expect(JSON.stringify(plain(before))).toBe(frozen);
+          if (commit) r.value.commit();
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('updates by difference when little changed', async () => {
+    const inc = new IncrementalIndex();
+    const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
+    const first = shardsOf(state, 200);
+    const a = await inc.update(first.generation, first.shards);
+    expect(a.ok && a.value.incremental).toBe(false);
+    if (a.ok) a.value.commit();
+    state[3] = { scope: 3, tokens: [{ secret: 1, exp: 2 }] };
+    const second = shardsOf(state, 200);
+    const b = await inc.update(second.generation, second.shards);
+    expect(b.ok && b.value.incremental).toBe(true);
+  });
+
+  it('refuses a snapshot with a scope twice, as the builder does', async () => {
+    const inc = new IncrementalIndex();
+    const { generation, shards } = shardsOf([{ scope: 0, tokens: [{ secret: 0, exp: 0 }] }], 1000);
+    const dup: IndexedShard[] = [...shards, { ...shards[0]!, digest: 'other' }];
+    const r = await inc.update(generation, dup);
+    expect(r.ok).toBe(false);
+  });
+});
+
+describe('LayeredMap', () => {
+  it('behaves as the plain Map it stands for, through any number of layers', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'), fc.option(fc.integer(), { nil: undefined })), { maxLength: 5 }), { maxLength: 30 }), (layers) => {
+        const model = new Map<string, number>([['a', 1], ['z', 26]]);
+        let m: ReadonlyMap<string, number> = new Map(model);
+        for (const layer of layers) {
+          const changes = new Map<string, number | undefined>(layer);
+          for (const [k, v] of changes) {
+            if (v === undefined) model.delete(k);
+            else model.set(k, v);
+          }
+          m = LayeredMap.over(m, changes);
+          expect(m.size).toBe(model.size);
+          expect(new Map(m)).toEqual(model);
+          for (const k of ['a', 'b', 'c', 'd', 'e', 'f', 'z', 'q']) {
+            expect(m.get(k)).toBe(model.get(k));
+            expect(m.has(k)).toBe(model.has(k));
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
