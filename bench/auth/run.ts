@@ -8,10 +8,11 @@
 // the baseline's requests/s with a p99 at most 2x the baseline's; p99 during reloads at most 3x steady.
 //
 // Environment: BENCH_DURATION (seconds per measured run, default 4), BENCH_ROUNDS (default 3),
-// BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null).
+// BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null),
+// BENCH_AUTH_DIST (1: run dist/authz/main.js, 0: the sources through tsx; default: dist/ when it is current).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -127,6 +128,24 @@ function freePort(): Promise<number> {
       s.close(() => resolvePort(port));
     });
   });
+}
+
+/** Whether dist/ holds a build at least as new as every source of svc-auth (core/, authz/). */
+function builtIsCurrent(): { current: boolean; why: string } {
+  const newest = (dir: string, ext: string): number => {
+    let t = 0;
+    for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })) {
+      if (e.isFile() && e.name.endsWith(ext) && !e.name.endsWith(`.test${ext}`)) t = Math.max(t, statSync(join(e.parentPath, e.name)).mtimeMs);
+    }
+    return t;
+  };
+  try {
+    const sources = Math.max(newest('core', '.ts'), newest('authz', '.ts'));
+    const built = Math.min(statSync(join(ROOT, 'dist/authz/main.js')).mtimeMs, statSync(join(ROOT, 'dist/core/index.js')).mtimeMs);
+    return built >= sources ? { current: true, why: 'dist/ is current' } : { current: false, why: 'dist/ is older than the sources' };
+  } catch {
+    return { current: false, why: 'no dist/ build' };
+  }
 }
 
 const children: ChildProcess[] = [];
@@ -269,7 +288,9 @@ async function main(): Promise<void> {
 
   const [basePort, authPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const baseline = spawnPinned(['--input-type=module', '-e', BASELINE_SERVER, String(basePort)]);
-  const useDist = process.env.BENCH_AUTH_DIST === '1';
+  const build = builtIsCurrent();
+  const useDist = process.env.BENCH_AUTH_DIST === undefined ? build.current : process.env.BENCH_AUTH_DIST === '1';
+  console.log(useDist ? '  svc-auth: node dist/authz/main.js (the build, as deployed)' : `  svc-auth: node --import tsx authz/main.ts (${build.why}; run "npm run build" to bench the build, which is faster)`);
   const spawnedAt = performance.now();
   const auth = spawnPinned([
     ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts']),
