@@ -49,13 +49,27 @@ export function claimsGeneratedFormat(token: string): boolean {
   return token.startsWith(TOKEN_PREFIX);
 }
 
+/** Base62 digit value per char code, -1 for anything else: checked on every request, so no BigInt here. */
+const DIGIT = new Int8Array(128).fill(-1);
+for (let i = 0; i < BASE62.length; i++) DIGIT[BASE62.charCodeAt(i)] = i;
+
+function digitAt(token: string, i: number): number {
+  const c = token.charCodeAt(i);
+  return c < 128 ? DIGIT[c]! : -1;
+}
+
 export function hasValidChecksum(token: string): boolean {
   if (token.length !== GENERATED_TOKEN_LENGTH || !token.startsWith(TOKEN_PREFIX)) return false;
-  for (let i = TOKEN_PREFIX.length; i < token.length; i++) {
-    if (!BASE62.includes(token[i]!)) return false;
+  const checksumStart = GENERATED_TOKEN_LENGTH - CHECKSUM_CHARS;
+  for (let i = TOKEN_PREFIX.length; i < checksumStart; i++) if (digitAt(token, i) < 0) return false;
+  // 62^6 < 2^53, so the checksum digits decode exactly as a Number.
+  let claimed = 0;
+  for (let i = checksumStart; i < GENERATED_TOKEN_LENGTH; i++) {
+    const d = digitAt(token, i);
+    if (d < 0) return false;
+    claimed = claimed * 62 + d;
   }
-  const body = token.slice(0, -CHECKSUM_CHARS);
-  return checksum(body) === token.slice(-CHECKSUM_CHARS);
+  return claimed === crc32(token.slice(0, checksumStart)) >>> 0;
 }
 
 function isPrintableAsciiWithoutSpace(s: string): boolean {
