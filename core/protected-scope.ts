@@ -1,4 +1,4 @@
-import { checkScope, SCOPE_FIELD, SCOPE_KINDS, type Scope, type ScopeKind } from './scope.js';
+import { checkScope, SCOPE_FIELD, SCOPE_KINDS, type Scope, type ScopeField } from './scope.js';
 import { HASH_PATTERN, TOKEN_ID_PATTERN, tokenIdOf, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
 
@@ -36,8 +36,10 @@ export interface Condition {
 
 export interface ProtectedScopeStatus {
   readonly observedGeneration?: number;
+  /** `<kind>:<value>`, for the CRD's Scope printer column. */
   readonly scope?: string;
-  readonly kind?: ScopeKind;
+  /** The spec field that holds the scope (topicHierarchy, metadataId or path), as the CRD's Kind column shows. */
+  readonly kind?: ScopeField;
   readonly state?: 'Open' | 'Closed';
   readonly tokens?: number;
   readonly activeTokens?: number;

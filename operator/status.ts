@@ -14,6 +14,7 @@ import {
   type Condition,
   type FieldError,
   type ProtectedScope,
+  type ProtectedScopeStatus,
   type Scope,
   type Snapshot,
   type TokenRecord,
@@ -72,17 +73,7 @@ export function assess(obj: ProtectedScope): Assessment {
 }
 
 /** The status the operator writes (the CRD's status schema). */
-export interface ScopeStatus {
-  readonly observedGeneration?: number;
-  readonly scope?: string;
-  /** The spec field that holds the scope (topicHierarchy, metadataId or path), as the CRD's printer column shows. */
-  readonly kind?: string;
-  readonly state?: 'Open' | 'Closed';
-  readonly tokens?: number;
-  readonly activeTokens?: number;
-  readonly conditions?: readonly Condition[];
-  readonly mergedWith?: readonly string[];
-}
+export type ScopeStatus = ProtectedScopeStatus;
 
 export const READY = 'Ready';
 
