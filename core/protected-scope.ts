@@ -36,7 +36,7 @@ export interface Condition {
 
 export interface ProtectedScopeStatus {
   readonly observedGeneration?: number;
-  /** `<kind>:<value>`, for the CRD's Scope printer column. */
+  /** The scope value (without its kind), for the CRD's Scope printer column. */
   readonly scope?: string;
   /** The spec field that holds the scope (topicHierarchy, metadataId or path), as the CRD's Kind column shows. */
   readonly kind?: ScopeField;
