@@ -1,8 +1,9 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { API_GROUP, compileSnapshot, KIND, parseManifests, validateProtectedScope, type ProtectedScope } from '../../core/index.js';
-import { buildIndexInSlices, SerialRunner, type SnapshotSink, type SnapshotSource, type SourceProblem } from './source.js';
-import { DirectoryWatch } from './watch.js';
+import { buildIndexInSlices, type SourceProblem } from './source.js';
+import type { DirectoryWatchOptions } from './watch.js';
+import { WatchedSource } from './watched-source.js';
 
 export interface ScopesDirOptions {
   readonly debounceMs?: number;
@@ -40,51 +41,32 @@ interface Entry {
  * compiled in-process into a snapshot exactly as the operator would. One invalid file refuses the whole
  * reload, so a broken edit can never drop the tokens of the scope it protected.
  */
-export class ScopesDirSource implements SnapshotSource {
+export class ScopesDirSource extends WatchedSource {
   readonly kind = 'scopes-dir';
-  readonly origin: string;
-  private sink: SnapshotSink | null = null;
-  private watch: DirectoryWatch | null = null;
-  private readonly runner = new SerialRunner(() => this.reload());
-  private forced = true;
-  private lastSignature: string | null = null;
-  private lastGeneration: string | null = null;
 
   constructor(
     private readonly dir: string,
     private readonly options: ScopesDirOptions = {},
   ) {
-    this.origin = dir;
+    super(dir);
   }
 
-  async start(sink: SnapshotSink): Promise<void> {
-    this.sink = sink;
-    this.watch = new DirectoryWatch(this.dir, (reason) => this.changed(reason), {
-      debounceMs: this.options.debounceMs ?? 150,
-      rescanMs: this.options.rescanMs ?? 30_000,
-      // Manifest files, and kubelet's `..data` entries when the directory is a mounted ConfigMap; not the
-      // CLI's lock file or an editor's swap files.
-      relevant: (entry) => MANIFEST_FILE.test(entry) || entry.startsWith('..'),
-    });
-    await this.runner.trigger();
+  protected watched(): { readonly dir: string; readonly options: DirectoryWatchOptions } {
+    return {
+      dir: this.dir,
+      options: {
+        debounceMs: this.options.debounceMs ?? 150,
+        rescanMs: this.options.rescanMs ?? 30_000,
+        // Manifest files, and kubelet's `..data` entries when the directory is a mounted ConfigMap; not the
+        // CLI's lock file or an editor's swap files.
+        relevant: (entry) => MANIFEST_FILE.test(entry) || entry.startsWith('..'),
+      },
+    };
   }
 
-  async stop(): Promise<void> {
-    this.watch?.close();
-    await this.runner.stop();
-    this.sink = null;
-  }
-
-  private changed(reason: 'event' | 'rescan'): void {
-    // An event always re-reads; the periodic rescan only when the listing's names, sizes or times moved.
-    if (reason === 'event') this.forced = true;
-    void this.runner.trigger();
-  }
-
-  private async reload(): Promise<void> {
+  protected async reload(): Promise<void> {
     const started = performance.now();
-    const forced = this.forced;
-    this.forced = false;
+    const forced = this.takeForced();
     let entries: Entry[];
     try {
       entries = await this.list();
@@ -153,13 +135,9 @@ export class ScopesDirSource implements SnapshotSource {
       this.fail([{ field: `scope ${built.error.line}`, message: built.error.message }]);
       return;
     }
-    this.lastGeneration = snapshot.generation;
-    this.sink?.loaded({ index: built.value, origin: this.dir, loadMs: performance.now() - started });
+    this.loaded(built.value, snapshot.generation, started);
   }
 
-  private fail(problems: SourceProblem[]): void {
-    this.sink?.failed({ origin: this.dir, problems });
-  }
 
   /** The manifest files, sorted, each with a signature that changes whenever its content may have. */
   private async list(): Promise<Entry[]> {

@@ -1,8 +1,9 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { parseSnapshotFile } from '../../core/index.js';
-import { buildIndexInSlices, SerialRunner, type SnapshotSink, type SnapshotSource, type SourceProblem } from './source.js';
-import { DirectoryWatch } from './watch.js';
+import { buildIndexInSlices } from './source.js';
+import type { DirectoryWatchOptions } from './watch.js';
+import { WatchedSource } from './watched-source.js';
 
 export interface SnapshotFileOptions {
   readonly debounceMs?: number;
@@ -16,50 +17,32 @@ export interface SnapshotFileOptions {
  * timestamped directory, then the `..data` symlink renamed over the old one) is seen as well as an
  * in-place write. A file that does not verify (truncated, half-written, corrupt) is refused whole.
  */
-export class SnapshotFileSource implements SnapshotSource {
+export class SnapshotFileSource extends WatchedSource {
   readonly kind = 'snapshot-file';
-  readonly origin: string;
-  private sink: SnapshotSink | null = null;
-  private watch: DirectoryWatch | null = null;
-  private readonly runner = new SerialRunner(() => this.reload());
-  private forced = true;
-  private lastSignature: string | null = null;
-  private lastGeneration: string | null = null;
 
   constructor(
     private readonly file: string,
     private readonly options: SnapshotFileOptions = {},
   ) {
-    this.origin = file;
+    super(file);
   }
 
-  async start(sink: SnapshotSink): Promise<void> {
-    this.sink = sink;
+  protected watched(): { readonly dir: string; readonly options: DirectoryWatchOptions } {
     const name = basename(this.file);
-    this.watch = new DirectoryWatch(dirname(this.file), (reason) => this.changed(reason), {
-      debounceMs: this.options.debounceMs ?? 100,
-      rescanMs: this.options.rescanMs ?? 10_000,
-      // The file itself, and kubelet's `..data` / `..data_tmp` / `..<timestamp>` entries of a ConfigMap volume.
-      relevant: (entry) => entry === name || entry.startsWith('..'),
-    });
-    await this.runner.trigger();
+    return {
+      dir: dirname(this.file),
+      options: {
+        debounceMs: this.options.debounceMs ?? 100,
+        rescanMs: this.options.rescanMs ?? 10_000,
+        // The file itself, and kubelet's `..data` / `..data_tmp` / `..<timestamp>` entries of a ConfigMap volume.
+        relevant: (entry) => entry === name || entry.startsWith('..'),
+      },
+    };
   }
 
-  async stop(): Promise<void> {
-    this.watch?.close();
-    await this.runner.stop();
-    this.sink = null;
-  }
-
-  private changed(reason: 'event' | 'rescan'): void {
-    if (reason === 'event') this.forced = true;
-    void this.runner.trigger();
-  }
-
-  private async reload(): Promise<void> {
+  protected async reload(): Promise<void> {
     const started = performance.now();
-    const forced = this.forced;
-    this.forced = false;
+    const forced = this.takeForced();
     const name = basename(this.file);
     let text: string;
     try {
@@ -100,11 +83,7 @@ export class SnapshotFileSource implements SnapshotSource {
       this.fail([{ file: name, field: 'header.tokens', message: `the header announces ${header.scopes} scopes and ${header.tokens} tokens, the file has ${built.value.scopeCount} and ${built.value.tokenCount}` }]);
       return;
     }
-    this.lastGeneration = header.generation;
-    this.sink?.loaded({ index: built.value, origin: this.file, loadMs: performance.now() - started });
+    this.loaded(built.value, header.generation, started);
   }
 
-  private fail(problems: SourceProblem[]): void {
-    this.sink?.failed({ origin: this.file, problems });
-  }
 }
