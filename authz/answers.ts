@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { HeadResponse } from './http-front.js';
 
 /**
  * The HTTP answers of ACCESS-RULES.md "Answers", prepared once. Allow is exactly 200 with an empty
@@ -72,13 +72,13 @@ export function answerSets(cacheMaxAge: number): Readonly<Record<Flavour, Answer
   return { nginx: answers('nginx', cacheMaxAge), proxy: answers('proxy', cacheMaxAge) };
 }
 
-export function send(res: ServerResponse, a: Canned): void {
+export function send(res: HeadResponse, a: Canned): void {
   res.writeHead(a.status, a.headers as string[]);
   if (a.body === null) res.end();
   else res.end(a.body);
 }
 
-export function sendGranted(res: ServerResponse, set: AnswerSet, scope: string, tokenId: string, expiresAtMs: number, nowMs: number): void {
+export function sendGranted(res: HeadResponse, set: AnswerSet, scope: string, tokenId: string, expiresAtMs: number, nowMs: number): void {
   const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Token-Id', tokenId];
   if (set.flavour === 'nginx') {
     const left = Math.max(0, Math.floor((expiresAtMs - nowMs) / 1000));
@@ -88,7 +88,7 @@ export function sendGranted(res: ServerResponse, set: AnswerSet, scope: string, 
   res.end();
 }
 
-export function sendInsufficientScope(res: ServerResponse, set: AnswerSet, scopes: string): void {
+export function sendInsufficientScope(res: HeadResponse, set: AnswerSet, scopes: string): void {
   const a = set.insufficientScope;
   res.writeHead(a.status, [...a.headers, WWW, insufficientScopeChallenge(scopes)]);
   if (a.body === null) res.end();

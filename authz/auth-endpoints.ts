@@ -1,7 +1,7 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { decide, normalizeTarget, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
 import { answerSets, send, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
+import type { HeadRequest, HeadResponse } from './http-front.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
 
 /** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
@@ -86,7 +86,7 @@ function original(method: Found, target: Found, authorization: Found, names: rea
  * proxies pass it through, so `X-Forwarded-Uri` reaching the nginx endpoint must not count.
  */
 const AUTH_REQUEST = ['x-original-url', 'x-original-uri', 'x-original-method', 'authorization'];
-function authRequest(req: IncomingMessage): Original {
+function authRequest(req: HeadRequest): Original {
   pick(req.rawHeaders, AUTH_REQUEST, found);
   const url = found[0];
   // X-Original-URL is absolute (ingress-nginx): only its path and query count.
@@ -96,19 +96,19 @@ function authRequest(req: IncomingMessage): Original {
 }
 
 const AUTHORIZE = ['x-original-uri', 'x-api-http-method', 'authorization'];
-function authorize(req: IncomingMessage): Original {
+function authorize(req: HeadRequest): Original {
   pick(req.rawHeaders, AUTHORIZE, found);
   return original(found[1] ?? 'GET', found[0], found[2], AUTHORIZE);
 }
 
 const FORWARD_AUTH = ['x-forwarded-uri', 'x-forwarded-method', 'authorization'];
-function forwardAuth(req: IncomingMessage): Original {
+function forwardAuth(req: HeadRequest): Original {
   pick(req.rawHeaders, FORWARD_AUTH, found);
   return original(found[1] ?? req.method, found[0], found[2], FORWARD_AUTH);
 }
 
 const EXT_AUTHZ_HEADERS = ['authorization'];
-function extAuthz(req: IncomingMessage): Original {
+function extAuthz(req: HeadRequest): Original {
   pick(req.rawHeaders, EXT_AUTHZ_HEADERS, found);
   // Envoy appends the original path (with its query) to the configured path prefix.
   return original(req.method, req.url!.slice(EXT_AUTHZ.length), found[0], EXT_AUTHZ_HEADERS);
@@ -133,13 +133,13 @@ function normalizedPath(target: string): string | undefined {
  * The hot path: a plain node:http handler placed before the Express app. Returns false for any URL that
  * is not an auth endpoint, for Express to handle. Nothing here parses a body or builds a URL object.
  */
-export function createAuthHandler(ctx: AuthContext): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: HeadResponse) => boolean {
   const { access, state, metrics, logger } = ctx;
   const ANSWERS = answerSets(ctx.cacheMaxAge);
   const infoOn = logger.isLevelEnabled('info');
   const debugOn = logger.isLevelEnabled('debug');
 
-  function answer(res: ServerResponse, set: AnswerSet, d: Decision, now: number): ScopeKindLabel {
+  function answer(res: HeadResponse, set: AnswerSet, d: Decision, now: number): ScopeKindLabel {
     switch (d.outcome) {
       case 'open':
         send(res, set.open);
@@ -198,10 +198,10 @@ export function createAuthHandler(ctx: AuthContext): (req: IncomingMessage, res:
     else logger.info(entry, 'decision');
   }
 
-  return function handleAuth(req: IncomingMessage, res: ServerResponse): boolean {
+  return function handleAuth(req: HeadRequest, res: HeadResponse): boolean {
     const url = req.url ?? '';
     let endpoint: EndpointName;
-    let read: (req: IncomingMessage) => Original;
+    let read: (req: HeadRequest) => Original;
     let set: AnswerSet;
     if (url.startsWith('/authz/')) {
       if (isPath(url, '/authz/auth-request')) {

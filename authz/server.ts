@@ -4,6 +4,7 @@ import express from 'express';
 import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler, type ServingState } from './auth-endpoints.js';
+import { installFront } from './http-front.js';
 import { AuthMetrics } from './metrics.js';
 import type { HostPort } from './options.js';
 import type { LoadedSnapshot, SnapshotSink, SnapshotSource, SourceFailure } from './sources/source.js';
@@ -97,6 +98,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Longer than the usual proxy upstream idle timeouts, so the proxy closes idle connections first.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  // Auth requests are answered by the strict front; anything else it hands to node:http above.
+  const front = installFront(server, auth);
 
   const metricsServer = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -157,9 +160,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       metrics.setReady(false);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      front.closeIdle();
       const force = setTimeout(() => {
         logger.warn({ drainTimeoutMs }, 'drain timeout: closing the remaining connections');
         server.closeAllConnections();
+        front.closeAll();
       }, drainTimeoutMs);
       await closed;
       clearTimeout(force);

@@ -1,0 +1,439 @@
+import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * A strict HTTP/1.1 front for the auth endpoints, placed in front of node:http on the same listening socket.
+ *
+ * Hand-written because the hot path demands it: an auth subrequest is a short head with no body, and
+ * answering it through node:http's IncomingMessage/ServerResponse streams costs more CPU than the whole
+ * decision (measured on this project's bench machine: ~14 µs per answer for a bare node:http server,
+ * ~9.5 µs for a socket that parses the head and writes one string). The front handles only the narrow,
+ * unambiguous subset that proxies send: HTTP/1.1, CRLF line ends, origin-form target of visible ASCII,
+ * header values of visible ASCII, exactly one Host, no body (no Transfer-Encoding, Content-Length absent or
+ * 0), no Expect, no Upgrade, no HEAD. On anything else, and for any path that is not an auth endpoint, it
+ * hands the connection, with every byte it has not answered, to node:http, which parses it with llhttp
+ * and runs the same handler (or Express). So the front is never more lenient than node:http: a request
+ * is either parsed the way llhttp parses it (a differential test holds the two equal) or not touched.
+ */
+
+/** What the auth endpoints read of a request: node:http's IncomingMessage has the same fields. */
+export interface HeadRequest {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  /** Names and values alternating, names as sent, values without surrounding whitespace. */
+  readonly rawHeaders: readonly string[];
+}
+
+/** What the auth endpoints do with a response: node:http's ServerResponse has the same members. */
+export interface HeadResponse {
+  writeHead(status: number, headers: string[]): unknown;
+  end(body?: Buffer): unknown;
+  readonly headersSent: boolean;
+  shouldKeepAlive: boolean;
+  destroy(): unknown;
+}
+
+/** Answers the request and returns true, or returns false without touching `res` (not an auth endpoint). */
+export type FrontHandler = (req: HeadRequest, res: HeadResponse) => boolean;
+
+export interface FrontOptions {
+  /** Largest request head the front buffers before handing over (node:http answers 431 beyond its own limit). */
+  readonly maxHeadBytes?: number;
+  /** Beyond this many header lines the front hands over. */
+  readonly maxHeaders?: number;
+}
+
+export interface Front {
+  /** Connections the front currently serves (not those handed to node:http). */
+  readonly size: number;
+  /** Handed over to node:http so far (for tests and metrics). */
+  readonly handedOver: number;
+  /** Destroys connections that are between requests; the others close after their current answer. */
+  closeIdle(): void;
+  /** Destroys every connection the front serves. */
+  closeAll(): void;
+}
+
+const CRLF_CRLF = Buffer.from('\r\n\r\n', 'latin1');
+const HTTP_1_1 = 'HTTP/1.1';
+
+// Character classes over latin1 codes, as tables: the scan is the front's whole parsing cost.
+const TCHAR = new Uint8Array(256);
+const TARGET = new Uint8Array(256);
+const VALUE = new Uint8Array(256);
+for (let c = 0; c < 256; c++) {
+  const alnum = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+  TCHAR[c] = alnum || "!#$%&'*+-.^_`|~".includes(String.fromCharCode(c)) ? 1 : 0;
+  // Visible ASCII less the characters llhttp refuses in a target even in its strict mode is not needed:
+  // the differential test proves llhttp accepts every visible ASCII character; anything else is handed over.
+  TARGET[c] = c >= 0x21 && c <= 0x7e ? 1 : 0;
+  VALUE[c] = c === 0x09 || (c >= 0x20 && c <= 0x7e) ? 1 : 0;
+}
+
+function isToken(s: string): boolean {
+  if (s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) if (TCHAR[s.charCodeAt(i)] !== 1) return false;
+  return true;
+}
+
+/** ASCII case-insensitive equality with a lowercase name. */
+function named(name: string, lower: string): boolean {
+  if (name.length !== lower.length) return false;
+  for (let i = 0; i < lower.length; i++) {
+    let c = name.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) c += 0x20;
+    if (c !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+/** A parsed head the front may answer, or null: hand the connection over. */
+interface Head extends HeadRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly close: boolean;
+}
+
+const FRONT_METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
+
+const CONNECTION_OPTIONS = /^\s*(keep-alive|close)\s*(,\s*(keep-alive|close)\s*)*$/i;
+
+/** Parses `head` (request line and header lines, each ending in CRLF, latin1) strictly; null on any doubt. */
+export function parseHead(head: string, maxHeaders: number): Head | null {
+  let eol = head.indexOf('\r\n');
+  const line = head.slice(0, eol);
+  const sp1 = line.indexOf(' ');
+  const sp2 = line.indexOf(' ', sp1 + 1);
+  if (sp1 <= 0 || sp2 < 0 || line.slice(sp2 + 1) !== HTTP_1_1) return null;
+  const method = line.slice(0, sp1);
+  // llhttp knows a fixed list of methods (case-sensitive), and HEAD answers carry no body: node:http's business.
+  if (!FRONT_METHODS.has(method)) return null;
+  if (line.charCodeAt(sp1 + 1) !== 0x2f) return null;
+  for (let i = sp1 + 1; i < sp2; i++) if (TARGET[line.charCodeAt(i)] !== 1) return null;
+  const url = line.slice(sp1 + 1, sp2);
+
+  const rawHeaders: string[] = [];
+  let hosts = 0;
+  let close = false;
+  let start = eol + 2;
+  while (start < head.length) {
+    eol = head.indexOf('\r\n', start);
+    if (eol < 0 || rawHeaders.length >= 2 * maxHeaders) return null;
+    const colon = head.indexOf(':', start);
+    if (colon <= start || colon > eol) return null;
+    const name = head.slice(start, colon);
+    if (!isToken(name)) return null;
+    let from = colon + 1;
+    let to = eol;
+    for (let i = from; i < to; i++) if (VALUE[head.charCodeAt(i)] !== 1) return null; // CR, LF, NUL, controls, obs-text
+    while (from < to && (head.charCodeAt(from) === 0x20 || head.charCodeAt(from) === 0x09)) from++;
+    while (to > from && (head.charCodeAt(to - 1) === 0x20 || head.charCodeAt(to - 1) === 0x09)) to--;
+    const value = head.slice(from, to);
+    rawHeaders.push(name, value);
+    start = eol + 2;
+    // Framing and protocol switches are node:http's business.
+    switch (name.length) {
+      case 4:
+        if (named(name, 'host')) hosts++;
+        break;
+      case 6:
+        if (named(name, 'expect')) return null;
+        break;
+      case 7:
+        if (named(name, 'upgrade')) return null;
+        break;
+      case 10:
+        if (named(name, 'connection')) {
+          if (!CONNECTION_OPTIONS.test(value)) return null;
+          if (/close/i.test(value)) close = true;
+        }
+        break;
+      case 14:
+        if (named(name, 'content-length') && value !== '0') return null;
+        break;
+      case 17:
+        if (named(name, 'transfer-encoding')) return null;
+        break;
+    }
+  }
+  if (hosts !== 1) return null;
+  return { method, url, rawHeaders, close };
+}
+
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
+
+function hasBareLineFeed(buf: Buffer, from: number): boolean {
+  for (let i = buf.indexOf(0x0a, from); i >= 0; i = buf.indexOf(0x0a, i + 1)) if (i === from || buf[i - 1] !== 0x0d) return true;
+  return false;
+}
+
+/** RFC 9110 field-value as node:http's checkInvalidHeaderChar accepts it; a CR or LF would split the answer. */
+function validValue(v: string): boolean {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09) || c === 0x7f || c > 0xff) return false;
+  }
+  return true;
+}
+
+let dateSecond = -1;
+let dateLine = '';
+/** The Date header, formatted once per second as node:http does. */
+function date(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateLine = `Date: ${new Date(now).toUTCString()}\r\n`;
+  }
+  return dateLine;
+}
+
+class FrontResponse implements HeadResponse {
+  headersSent = false;
+  private status = 200;
+  private headers: readonly string[] = [];
+
+  constructor(
+    private readonly conn: Connection,
+    public shouldKeepAlive: boolean,
+  ) {}
+
+  writeHead(status: number, headers: string[]): this {
+    if (this.headersSent) throw new Error('writeHead called twice');
+    for (let i = 0; i < headers.length; i += 2) {
+      if (!isToken(headers[i]!) || !validValue(headers[i + 1]!)) throw new TypeError(`invalid response header ${JSON.stringify(headers[i])}`);
+    }
+    this.status = status;
+    this.headers = headers;
+    this.headersSent = true;
+    return this;
+  }
+
+  end(body?: Buffer): this {
+    if (!this.headersSent) this.writeHead(200, []);
+    let out = `HTTP/1.1 ${this.status} ${STATUS_CODES[this.status] ?? 'Unknown'}\r\n`;
+    let length = false;
+    const h = this.headers;
+    for (let i = 0; i < h.length; i += 2) {
+      out += `${h[i]}: ${h[i + 1]}\r\n`;
+      if (h[i]!.length === 14 && named(h[i]!, 'content-length')) length = true;
+    }
+    // Keep-alive framing needs a length; the canned answers carry one, anything else gets it here.
+    if (!length) out += `Content-Length: ${body?.length ?? 0}\r\n`;
+    out += date();
+    out += this.shouldKeepAlive ? this.conn.keepAliveLine : 'Connection: close\r\n';
+    out += '\r\n';
+    if (body !== undefined && body.length > 0) out += body.toString('latin1');
+    this.conn.send(out, !this.shouldKeepAlive);
+    return this;
+  }
+
+  destroy(): this {
+    this.conn.socket.destroy();
+    return this;
+  }
+}
+
+class Connection {
+  private pending: Buffer | null = null;
+  private pendingSince = 0;
+  private closing = false;
+  private waiting = false;
+  private readonly onData = (chunk: Buffer) => this.receive(chunk);
+  private readonly onDrain = () => this.resume();
+  private readonly onEnd = () => this.ended();
+  private readonly onTimeout = () => this.socket.destroy();
+  private readonly onError = () => this.socket.destroy();
+  private readonly onClose = () => this.front.forget(this);
+
+  constructor(
+    private readonly front: FrontImpl,
+    readonly socket: Socket,
+    readonly keepAliveLine: string,
+  ) {
+    socket.setTimeout(front.keepAliveTimeoutMs);
+    socket.on('data', this.onData);
+    socket.on('drain', this.onDrain);
+    socket.on('end', this.onEnd);
+    socket.on('timeout', this.onTimeout);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
+  }
+
+  get idle(): boolean {
+    return this.pending === null;
+  }
+
+  /** Closes after the current answer (if a request is half received) or now. */
+  drain(): void {
+    this.front.draining = true;
+    if (this.idle) this.socket.destroy();
+  }
+
+  send(out: string, close: boolean): void {
+    this.socket.write(out, 'latin1');
+    if (close) {
+      this.closing = true;
+      this.socket.end();
+    }
+  }
+
+  /**
+   * The client finished sending. Half a head can never complete now: node:http answers that with a bare
+   * 400 and closes (its parser's finish() fails), and so does the front; otherwise close our side too.
+   */
+  private ended(): void {
+    if (this.pending !== null && !this.closing) {
+      this.closing = true;
+      this.socket.end(BAD_REQUEST);
+      return;
+    }
+    this.socket.end();
+  }
+
+  private receive(chunk: Buffer): void {
+    if (this.closing) return;
+    if (this.pending !== null && Date.now() - this.pendingSince > this.front.headersTimeoutMs) {
+      this.socket.destroy();
+      return;
+    }
+    this.process(this.pending === null ? chunk : Buffer.concat([this.pending, chunk]));
+  }
+
+  private process(buf: Buffer): void {
+    let at = 0;
+    while (at < buf.length) {
+      const end = buf.indexOf(CRLF_CRLF, at);
+      if (end < 0) break;
+      const head = end - at > this.front.maxHeadBytes ? null : parseHead(buf.toString('latin1', at, end + 2), this.front.maxHeaders);
+      const res = head === null ? null : new FrontResponse(this, !head.close && !this.front.draining);
+      if (head === null || !this.front.handle(head, res!)) {
+        this.handOver(buf.subarray(at));
+        return;
+      }
+      at = end + 4;
+      if (this.closing) return;
+      if (this.socket.writableNeedDrain && at < buf.length) {
+        // The client is not reading its answers: stop reading its requests until it does.
+        this.keep(buf.subarray(at));
+        this.waiting = true;
+        this.socket.pause();
+        return;
+      }
+    }
+    if (at === buf.length) {
+      this.pending = null;
+      return;
+    }
+    // A LF without its CR can never be part of a head the front answers; node:http may read it another way
+    // (as a line end, or as an error), so it decides now rather than when more bytes arrive.
+    if (buf.length - at > this.front.maxHeadBytes || hasBareLineFeed(buf, at)) {
+      this.handOver(buf.subarray(at));
+      return;
+    }
+    this.keep(buf.subarray(at));
+  }
+
+  private keep(rest: Buffer): void {
+    if (this.pending === null) this.pendingSince = Date.now();
+    // A copy: `rest` may be a view into a pooled chunk.
+    this.pending = Buffer.from(rest);
+  }
+
+  private resume(): void {
+    if (!this.waiting) return;
+    this.waiting = false;
+    const buf = this.pending!;
+    this.pending = null;
+    this.socket.resume();
+    this.process(buf);
+  }
+
+  /** Gives the connection, and `rest` (bytes received but not answered), to node:http for good. */
+  private handOver(rest: Buffer): void {
+    const s = this.socket;
+    s.pause();
+    s.off('data', this.onData);
+    s.off('drain', this.onDrain);
+    s.off('end', this.onEnd);
+    s.off('timeout', this.onTimeout);
+    s.off('error', this.onError);
+    s.setTimeout(0);
+    this.pending = null;
+    this.front.forget(this);
+    this.front.handedOver++;
+    if (rest.length > 0) s.unshift(Buffer.from(rest));
+    this.front.inner(s);
+    s.resume();
+  }
+}
+
+class FrontImpl implements Front {
+  readonly connections = new Set<Connection>();
+  handedOver = 0;
+  draining = false;
+  readonly maxHeadBytes: number;
+  readonly maxHeaders: number;
+  private readonly keepAliveLine: string;
+
+  constructor(
+    private readonly server: Server,
+    private readonly listeners: ((socket: Socket) => void)[],
+    readonly handle: FrontHandler,
+    options: FrontOptions,
+  ) {
+    this.maxHeadBytes = options.maxHeadBytes ?? maxHeaderSize;
+    this.maxHeaders = options.maxHeaders ?? 100;
+    this.keepAliveLine = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(server.keepAliveTimeout / 1000)}\r\n`;
+  }
+
+  get keepAliveTimeoutMs(): number {
+    return this.server.keepAliveTimeout;
+  }
+
+  get headersTimeoutMs(): number {
+    return this.server.headersTimeout;
+  }
+
+  get size(): number {
+    return this.connections.size;
+  }
+
+  accept(socket: Socket): void {
+    this.connections.add(new Connection(this, socket, this.keepAliveLine));
+  }
+
+  /** node:http's own connection handling, as it was before the front took the event over. */
+  inner(socket: Socket): void {
+    for (const l of this.listeners) l.call(this.server, socket);
+  }
+
+  forget(c: Connection): void {
+    this.connections.delete(c);
+  }
+
+  closeIdle(): void {
+    this.draining = true;
+    for (const c of this.connections) c.drain();
+  }
+
+  closeAll(): void {
+    for (const c of this.connections) c.socket.destroy();
+  }
+}
+
+/**
+ * Puts the front before `server`'s own connection handling (node:http's 'connection' listener, which it
+ * keeps and calls for every hand-over). Call before `listen`. Timeouts come from the server's
+ * keepAliveTimeout and headersTimeout, read when a connection arrives.
+ */
+export function installFront(server: Server, handle: FrontHandler, options: FrontOptions = {}): Front {
+  const listeners = server.listeners('connection') as ((socket: Socket) => void)[];
+  // node:http registers its connection listener in its constructor; without it there is nothing to hand over to.
+  if (listeners.length === 0) throw new Error('installFront: the server has no connection listener to hand connections to');
+  server.removeAllListeners('connection');
+  const front = new FrontImpl(server, listeners, handle, options);
+  server.on('connection', (socket: Socket) => front.accept(socket));
+  return front;
+}
