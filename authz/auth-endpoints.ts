@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import { decide, normalizeTarget, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
+import { decide, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
 import { answerSets, send, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
+import { DecisionLog } from './decision-log.js';
 import type { HeadRequest, HeadResponse } from './http-front.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
 
@@ -124,9 +125,8 @@ function keysOf(governing: readonly Scope[]): string {
   return governing.length === 1 ? scopeKey(governing[0]!) : governing.map(scopeKey).join(' ');
 }
 
-function normalizedPath(target: string): string | undefined {
-  const t = normalizeTarget(target);
-  return t.ok ? `/${t.segments.join('/')}` : undefined;
+function pathOf(segments: readonly string[]): string {
+  return `/${segments.join('/')}`;
 }
 
 /**
@@ -136,8 +136,7 @@ function normalizedPath(target: string): string | undefined {
 export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: HeadResponse) => boolean {
   const { access, state, metrics, logger } = ctx;
   const ANSWERS = answerSets(ctx.cacheMaxAge);
-  const infoOn = logger.isLevelEnabled('info');
-  const debugOn = logger.isLevelEnabled('debug');
+  const decisions = new DecisionLog(logger);
 
   function answer(res: HeadResponse, set: AnswerSet, d: Decision, now: number): ScopeKindLabel {
     switch (d.outcome) {
@@ -162,40 +161,35 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
   }
 
-  function log(endpoint: EndpointName, method: string | undefined, target: string | undefined, d: Decision | null, outcome: AnswerOutcome): void {
+  function log(endpoint: EndpointName, method: string | undefined, d: Decision | null, outcome: AnswerOutcome): void {
     // Governed decisions (and refusals) at info, open ones at debug. Never the raw target or a header:
     // the target may carry ?token=, so the path is logged normalized and without its query.
-    if (outcome === 'open' ? !debugOn : !infoOn) return;
-    const entry: Record<string, unknown> = { endpoint, method, outcome };
-    if (target !== undefined && d !== null && d.outcome !== 'malformed') entry.path = normalizedPath(target);
-    if (d !== null) {
-      switch (d.outcome) {
-        case 'granted':
-          entry.scope = scopeKey(d.scope);
-          entry.tokenId = d.tokenId;
-          entry.tokenSource = d.source;
-          break;
-        case 'insufficient-scope':
-          entry.scope = keysOf(d.governing);
-          entry.tokenId = d.tokenId;
-          break;
-        case 'invalid-token':
-          entry.scope = keysOf(d.governing);
-          entry.why = d.why;
-          if (d.tokenId !== undefined) entry.tokenId = d.tokenId;
-          break;
-        case 'no-token':
-          entry.scope = keysOf(d.governing);
-          break;
-        case 'malformed':
-          entry.reason = d.reason;
-          break;
-        case 'open':
-          break;
-      }
+    const level = outcome === 'open' ? 'debug' : 'info';
+    if (!decisions.enabled(level)) return;
+    if (d === null) {
+      decisions.write(level, { endpoint, method, outcome });
+      return;
     }
-    if (outcome === 'open') logger.debug(entry, 'decision');
-    else logger.info(entry, 'decision');
+    switch (d.outcome) {
+      case 'open':
+        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments) });
+        break;
+      case 'granted':
+        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments), scope: scopeKey(d.scope), tokenId: d.tokenId, tokenSource: d.source });
+        break;
+      case 'insufficient-scope':
+        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments), scope: keysOf(d.governing), tokenId: d.tokenId });
+        break;
+      case 'invalid-token':
+        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments), scope: keysOf(d.governing), why: d.why, tokenId: d.tokenId });
+        break;
+      case 'no-token':
+        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments), scope: keysOf(d.governing) });
+        break;
+      case 'malformed':
+        decisions.write(level, { endpoint, method, outcome, reason: d.reason });
+        break;
+    }
   }
 
   return function handleAuth(req: HeadRequest, res: HeadResponse): boolean {
@@ -259,7 +253,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
     try {
       metrics.decision(endpoint, outcome, kind, (performance.now() - started) / 1000);
-      if (outcome !== 'error') log(endpoint, original?.method, original?.target, decision, outcome);
+      if (outcome !== 'error') log(endpoint, original?.method, decision, outcome);
     } catch {
       // The answer is out; bookkeeping must never take the server down.
     }

@@ -266,7 +266,7 @@ describe('differential: whatever the front answers, node:http parses the same wa
     headers: fc.array(header, { maxLength: 5 }),
     host: often(fc.constant(true), fc.constant(false)),
   });
-  const render = (r: fc.RecordValue<{ method: string; target: string; version: string; headers: { name: string; sep: string; value: string; eol: string }[]; host: boolean }>) =>
+  const render = (r: { method: string; target: string; version: string; headers: { name: string; sep: string; value: string; eol: string }[]; host: boolean }) =>
     `${r.method} ${r.target} ${r.version}\r\n${r.host ? 'Host: a\r\n' : ''}${r.headers.map((h) => `${h.name}${h.sep}${h.value}${h.eol}`).join('')}\r\n`;
 
   it('agrees with node:http on generated requests (status, and the parsed request when it answers)', async () => {
