@@ -13,14 +13,14 @@ const refused = (raw: string) => !normalizeTarget(raw).ok;
 
 describe('splitting', () => {
   it('the query starts at the first "?" and is returned raw', () => {
-    expect(normalizeTarget('/a/b?x=1&token=%41?y')).toEqual({ ok: true, segments: ['a', 'b'], query: 'x=1&token=%41?y' });
+    expect(normalizeTarget('/a/b?x=1&token=%41?y')).toEqual({ ok: true, segments: ['a', 'b'], path: '/a/b', query: 'x=1&token=%41?y' });
   });
   it('the fragment is dropped, from the path and from the query', () => {
-    expect(normalizeTarget('/a/b#frag')).toEqual({ ok: true, segments: ['a', 'b'], query: '' });
-    expect(normalizeTarget('/a?x=1#frag')).toEqual({ ok: true, segments: ['a'], query: 'x=1' });
+    expect(normalizeTarget('/a/b#frag')).toEqual({ ok: true, segments: ['a', 'b'], path: '/a/b', query: '' });
+    expect(normalizeTarget('/a?x=1#frag')).toEqual({ ok: true, segments: ['a'], path: '/a', query: 'x=1' });
   });
   it('a "?" inside the fragment does not start a query', () => {
-    expect(normalizeTarget('/a#f?token=x')).toEqual({ ok: true, segments: ['a'], query: '' });
+    expect(normalizeTarget('/a#f?token=x')).toEqual({ ok: true, segments: ['a'], path: '/a', query: '' });
   });
   it('"/" inside the query or fragment does not add segments', () => {
     expect(segs('/a?p=/b/../../c')).toEqual(['a']);
@@ -204,5 +204,25 @@ describe('stripOrigin (absolute URLs, e.g. X-Original-URL)', () => {
         expect(path === '' || path.startsWith('/')).toBe(true);
       }),
     );
+  });
+});
+
+describe('the normalized path', () => {
+  it('is "/" and the segments joined by "/", whether or not anything had to change', () => {
+    const part = fc.constantFrom('a', 'data', 'b.c', '.', '..', '', '%2e', '%41', 'caf%C3%A9', 'x y'.replace(' ', '%20'), '~u');
+    fc.assert(
+      fc.property(fc.array(part, { maxLength: 10 }), fc.constantFrom('', '?q=1', '#f', '/'), (parts, tail) => {
+        const t = normalizeTarget(`/${parts.join('/')}${tail}`);
+        if (!t.ok) return;
+        expect(t.path).toBe(`/${t.segments.join('/')}`);
+      }),
+    );
+  });
+
+  it('is the raw path, without query or fragment, when nothing changed', () => {
+    const t = normalizeTarget('/data/2026/wis/x.bufr4?token=abc');
+    expect(t.ok && t.path).toBe('/data/2026/wis/x.bufr4');
+    const u = normalizeTarget('/data//x/./y/../z%41/');
+    expect(u.ok && u.path).toBe('/data/x/zA');
   });
 });

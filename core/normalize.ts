@@ -5,7 +5,13 @@
  * (WHATWG URL resolves `..`, decodes and re-encodes in ways that would hide the attacks we must refuse).
  */
 export type Target =
-  | { readonly ok: true; readonly segments: readonly string[]; readonly query: string }
+  | {
+      readonly ok: true;
+      readonly segments: readonly string[];
+      /** `/` + segments joined by `/`: the normalized path, for logs (the raw target when nothing changed). */
+      readonly path: string;
+      readonly query: string;
+    }
   | { readonly ok: false; readonly reason: string };
 
 const MAX_TARGET_LENGTH = 8192;
@@ -59,19 +65,32 @@ export function normalizeTarget(raw: string): Target {
     end = h;
   }
   const segments: string[] = [];
+  // Whether the normalized path differs from the raw one (decoding, dot or empty segments): most do not,
+  // and then the raw path is the normalized path and needs no joining.
+  let changed = false;
   let start = 1;
   while (start <= end) {
     let stop = raw.indexOf('/', start);
     if (stop < 0 || stop > end) stop = end;
     if (stop > start) {
-      const seg = decodeSegment(raw.slice(start, stop));
+      const rawSeg = raw.slice(start, stop);
+      const seg = decodeSegment(rawSeg);
       if (seg === null) return fail('the path has a forbidden or invalid character or encoding');
-      if (seg === '..') segments.pop();
-      else if (seg !== '.') segments.push(seg);
+      if (seg === '..') {
+        segments.pop();
+        changed = true;
+      } else if (seg === '.') {
+        changed = true;
+      } else {
+        segments.push(seg);
+        if (seg !== rawSeg) changed = true;
+      }
+    } else {
+      changed = true;
     }
     start = stop + 1;
   }
-  return { ok: true, segments, query };
+  return { ok: true, segments, path: changed ? `/${segments.join('/')}` : raw.slice(0, end), query };
 }
 
 function fail(reason: string): Target {
