@@ -52,3 +52,22 @@ describe('LogSink', () => {
     }
   });
 });
+
+describe('LogSink on a crash', () => {
+  it('flushSync writes what is buffered at once, and nothing twice', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-log-sink-'));
+    try {
+      const fd = openSync(join(dir, 'log'), 'w');
+      const sink = new LogSink(fd, { flushChars: 64 });
+      for (let i = 0; i < 100; i++) sink.write(`line ${String(i).padStart(3, '0')}\n`);
+      sink.flushSync();
+      await sink.end();
+      closeSync(fd);
+      const lines = readFileSync(join(dir, 'log'), 'utf8').trim().split('\n');
+      expect(lines.length).toBe(100);
+      expect(new Set(lines).size).toBe(100);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
