@@ -77,7 +77,7 @@ function brokenIndex(): AccessIndex {
     throw new Error('simulated internal error');
   };
   const broken = new Proxy(new Map(), { get: boom });
-  return { generation: 'broken', scopeCount: 1, tokenCount: 1, topics: broken, datasets: broken, paths: broken, allTokens: broken } as unknown as AccessIndex;
+  return { generation: 'broken', scopeCount: 1, tokenCount: 1, topics: broken, datasets: broken, paths: broken, tokens: broken } as unknown as AccessIndex;
 }
 
 class Capture extends Writable {

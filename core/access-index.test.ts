@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { AccessIndexBuilder, buildIndex, EMPTY_INDEX } from './access-index.js';
+import { AccessIndexBuilder, buildIndex, EMPTY_INDEX, type AccessIndex, type IndexedScope } from './access-index.js';
 import { compileSnapshot } from './snapshot.js';
 import { newProtectedScope } from './protected-scope.js';
 import { hashToken, hashTokenHex, tokenIdOf, type TokenHash } from './token.js';
@@ -9,6 +9,10 @@ const H = (seed: string): TokenHash => hashToken(`index-test-${seed}`);
 const hex = (seed: string) => hashTokenHex(`index-test-${seed}`);
 const line = (scope: Scope, tokens: { hash: TokenHash; expiresAt?: string }[]) => JSON.stringify({ kind: scope.kind, value: scope.value, tokens });
 const topic = (value: string): Scope => ({ kind: 'topic', value });
+/** The scope's tokens as hex → expiry, as the index's table holds them. */
+const tokensOf = (index: AccessIndex, owner: IndexedScope | undefined) => new Map(index.tokens.records().filter((r) => r.owner === owner).map((r) => [r.hex, r.expiresAt]));
+/** Every scope's expiry of a token hash, by scope key. */
+const holders = (index: AccessIndex, h: string) => Object.fromEntries(index.tokens.records().filter((r) => r.hex === h).map((r) => [r.owner.key, r.expiresAt]));
 
 describe('buildIndex', () => {
   it('indexes a compiled snapshot: counts, kinds and expiry', () => {
@@ -24,16 +28,17 @@ describe('buildIndex', () => {
     expect(index.generation).toBe(s.generation);
     expect(index.scopeCount).toBe(3);
     expect(index.tokenCount).toBe(3);
-    expect(index.datasets.get('urn:x')?.tokens.get(hex('2'))).toBe(Infinity);
+    expect(tokensOf(index, index.datasets.get('urn:x'))).toEqual(new Map([[hex('2'), Infinity]]));
     expect(index.paths.get('processes/svc')?.depth).toBe(2);
     const b = index.topics.get('a')?.children.get('b')?.scope;
     expect(b?.key).toBe('topic:a.b');
     expect(b?.depth).toBe(2);
-    expect(b?.tokens.get(hex('1'))).toBe(Date.parse('2027-01-01T00:00:00Z'));
+    expect(tokensOf(index, b)).toEqual(new Map([[hex('1'), Date.parse('2027-01-01T00:00:00Z')]]));
+    expect(index.tokens.size).toBe(3);
     // The intermediate node `a` is not itself a closed scope.
     expect(index.topics.get('a')?.scope).toBeUndefined();
   });
-  it('allTokens keeps a hash’s latest expiry over all scopes', () => {
+  it('the token table holds one record per scope that lists a hash', () => {
     const r = buildIndex('g', [
       line(topic('a'), [{ hash: H('1'), expiresAt: '2027-01-01T00:00:00.000Z' }]),
       line(topic('b'), [{ hash: H('1') }]),
@@ -42,9 +47,23 @@ describe('buildIndex', () => {
     ]);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value.allTokens.get(hex('1'))).toBe(Infinity);
-    expect(r.value.allTokens.get(hex('2'))).toBe(Date.parse('2027-01-01T00:00:00Z'));
+    expect(holders(r.value, hex('1'))).toEqual({ 'topic:a': Date.parse('2027-01-01T00:00:00Z'), 'topic:b': Infinity });
+    expect(holders(r.value, hex('2'))).toEqual({ 'topic:c': Date.parse('2027-01-01T00:00:00Z'), 'topic:d': Date.parse('2026-01-01T00:00:00Z') });
     expect(r.value.tokenCount).toBe(4);
+    expect(r.value.tokens.size).toBe(4);
+  });
+  it('a hash listed twice in one scope is one record with the expiry listed last, counted once', () => {
+    const r = buildIndex('g', [
+      line(topic('a'), [
+        { hash: H('1'), expiresAt: '2027-01-01T00:00:00.000Z' },
+        { hash: H('2') },
+        { hash: H('1'), expiresAt: '2026-01-01T00:00:00.000Z' },
+      ]),
+    ]);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(holders(r.value, hex('1'))).toEqual({ 'topic:a': Date.parse('2026-01-01T00:00:00Z') });
+    expect(r.value.tokenCount).toBe(2);
   });
   it('refuses a bad line, naming it', () => {
     const r = buildIndex('g', [line(topic('a'), [{ hash: H('1') }]), '{"kind":"topic","value":"b","tokens":[]}']);
@@ -70,7 +89,16 @@ describe('AccessIndexBuilder', () => {
     // The refused scope left no trace.
     const index = b.build('g');
     expect(index.scopeCount).toBe(1);
-    expect(index.allTokens.has(hex('2'))).toBe(false);
+    expect(index.tokens.size).toBe(1);
+    expect(holders(index, hex('2'))).toEqual({});
+  });
+  it('refuses a scope with a bad token hash, leaving no trace', () => {
+    const b = new AccessIndexBuilder();
+    const bad = { kind: 'topic', value: 'a', tokens: [{ hash: H('1') }, { hash: 'sha256:ABC' }] } as never;
+    expect(b.add(bad)).toEqual({ ok: false, error: 'topic:a: bad token hash' });
+    expect(b.add({ kind: 'topic', value: 'a', tokens: [{ hash: H('2') }] }).ok).toBe(true);
+    const index = b.build('g');
+    expect(index.tokens.records().map((t) => t.hex)).toEqual([hex('2')]);
   });
   it('builds incrementally: a topic and its parent share trie nodes', () => {
     const b = new AccessIndexBuilder();
@@ -87,6 +115,6 @@ describe('EMPTY_INDEX', () => {
   it('has nothing closed', () => {
     expect(EMPTY_INDEX.scopeCount).toBe(0);
     expect(EMPTY_INDEX.tokenCount).toBe(0);
-    expect(EMPTY_INDEX.topics.size + EMPTY_INDEX.datasets.size + EMPTY_INDEX.paths.size + EMPTY_INDEX.allTokens.size).toBe(0);
+    expect(EMPTY_INDEX.topics.size + EMPTY_INDEX.datasets.size + EMPTY_INDEX.paths.size + EMPTY_INDEX.tokens.size).toBe(0);
   });
 });

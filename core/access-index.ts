@@ -1,13 +1,13 @@
 import { scopeKey, scopeLevels, type Scope } from './scope.js';
-import { parseScopeLine, type SnapshotScope } from './snapshot.js';
+import { parseScopeLine, type SnapshotScope, type SnapshotToken } from './snapshot.js';
 import { err, ok, type Result } from './result.js';
+import { isDigestHex, TokenTableBuilder, type TokenTable } from './token-table.js';
 
-/** A closed scope as the decision sees it: token hash hex → expiry in ms (Infinity when none). */
+/** A closed scope as the decision sees it; its tokens are the records it owns in the index's TokenTable. */
 export interface IndexedScope {
   readonly scope: Scope;
   readonly key: string;
   readonly depth: number;
-  readonly tokens: ReadonlyMap<string, number>;
 }
 
 interface TopicNode {
@@ -28,41 +28,60 @@ export interface AccessIndex {
   readonly datasets: ReadonlyMap<string, IndexedScope>;
   /** Path scopes keyed by their value (`collections/stations`, `processes/svc`). */
   readonly paths: ReadonlyMap<string, IndexedScope>;
-  /** Every token hash → its latest expiry over all scopes; tells "another scope's token" from "unknown". */
-  readonly allTokens: ReadonlyMap<string, number>;
+  /**
+   * Every (token digest, scope, expiry) record: which governing scope holds a token, and whether another
+   * scope does ("another scope's token" rather than "unknown"). Owners are the IndexedScope objects above.
+   */
+  readonly tokens: TokenTable<IndexedScope>;
 }
 
 export type { TopicNode };
+
+/** A snapshot token's expiry in ms since the epoch; Infinity when it has none. */
+export function expiryOf(t: SnapshotToken): number {
+  return t.expiresAt === undefined ? Infinity : Date.parse(t.expiresAt);
+}
+
+/**
+ * Adds a snapshot scope's tokens to a table as records owned by `entry`; returns how many records are new.
+ * A hash listed twice in one scope (never in a compiled snapshot; possible in a hand-made line) is one
+ * record with the expiry listed last, as the per-scope Map<hex, expiry> of earlier versions had it.
+ */
+export function addScopeTokens(table: TokenTableBuilder<IndexedScope>, entry: IndexedScope, s: SnapshotScope): number {
+  let added = 0;
+  for (const t of s.tokens) if (table.add(t.hash, entry, expiryOf(t), 'sha256:'.length)) added++;
+  return added;
+}
 
 /** Builds an index scope by scope, so a large snapshot can be loaded in slices between requests. */
 export class AccessIndexBuilder {
   private readonly topics = new Map<string, TopicNode>();
   private readonly datasets = new Map<string, IndexedScope>();
   private readonly paths = new Map<string, IndexedScope>();
-  private readonly allTokens = new Map<string, number>();
+  private readonly tokens = new TokenTableBuilder<IndexedScope>();
   private readonly seen = new Set<string>();
   private tokenCount = 0;
 
   addLine(line: string): Result<true> {
     const parsed = parseScopeLine(line);
-    return parsed.ok ? this.add(parsed.value) : parsed;
+    // parseScopeLine has checked every hash already.
+    return parsed.ok ? this.addChecked(parsed.value) : parsed;
   }
 
   add(s: SnapshotScope): Result<true> {
+    // A bad hash must leave no trace (no record of half the scope's tokens), so all are checked first.
+    if (!s.tokens.every((t) => t.hash.startsWith('sha256:') && isDigestHex(t.hash, 'sha256:'.length))) return err(`${scopeKey(s)}: bad token hash`);
+    return this.addChecked(s);
+  }
+
+  private addChecked(s: SnapshotScope): Result<true> {
     const scope: Scope = { kind: s.kind, value: s.value };
     const key = scopeKey(scope);
     if (this.seen.has(key)) return err(`${key} appears twice`);
     this.seen.add(key);
-    const tokens = new Map<string, number>();
-    for (const t of s.tokens) {
-      const hex = t.hash.slice(7);
-      const at = t.expiresAt === undefined ? Infinity : Date.parse(t.expiresAt);
-      tokens.set(hex, at);
-      this.allTokens.set(hex, Math.max(this.allTokens.get(hex) ?? -Infinity, at));
-    }
-    this.tokenCount += tokens.size;
     const levels = scopeLevels(scope);
-    const entry: IndexedScope = { scope, key, depth: levels.length, tokens };
+    const entry: IndexedScope = { scope, key, depth: levels.length };
+    this.tokenCount += addScopeTokens(this.tokens, entry, s);
     if (s.kind === 'dataset') this.datasets.set(s.value, entry);
     else if (s.kind === 'path') this.paths.set(s.value, entry);
     else {
@@ -89,7 +108,7 @@ export class AccessIndexBuilder {
       topics: this.topics,
       datasets: this.datasets,
       paths: this.paths,
-      allTokens: this.allTokens,
+      tokens: this.tokens.build(),
     };
   }
 }

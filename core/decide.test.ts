@@ -44,6 +44,8 @@ const basicAuth = (pw: string, user = 'anyone') => `Basic ${Buffer.from(`${user}
 const ask = (index: AccessIndex, method: string, target: string, authorization?: string, config: AccessConfig = DEFAULT_CONFIG): Decision =>
   decide(index, config, { method, target, authorization }, NOW);
 const outcome = (d: Decision) => d.outcome;
+/** The normalized segments of a plain target (no escapes, dots or doubled slashes), as decisions carry them. */
+const segmentsOf = (target: string) => target.split('?')[0]!.split('/').filter((s) => s.length > 0);
 const governing = (d: Decision) => ('governing' in d ? d.governing.map(scopeKey).sort() : []);
 const allowed = (d: Decision) => d.outcome === 'open' || d.outcome === 'granted';
 
@@ -83,9 +85,9 @@ describe('everything is open by default', () => {
     expect(outcome(ask(EMPTY_INDEX, method, target))).toBe('open');
   });
   it('an index with only other scopes closed leaves unrelated data open', () => {
-    expect(ask(world, 'GET', '/data/2026-11-21/wis/origin/b/x.bufr4')).toEqual({ outcome: 'open', area: 'waf' });
-    expect(ask(world, 'GET', '/oapi/collections/other.topic/items')).toEqual({ outcome: 'open', area: 'api' });
-    expect(ask(world, 'GET', '/')).toEqual({ outcome: 'open', area: 'other' });
+    expect(ask(world, 'GET', '/data/2026-11-21/wis/origin/b/x.bufr4')).toEqual({ outcome: 'open', area: 'waf', segments: segmentsOf('/data/2026-11-21/wis/origin/b/x.bufr4') });
+    expect(ask(world, 'GET', '/oapi/collections/other.topic/items')).toEqual({ outcome: 'open', area: 'api', segments: segmentsOf('/oapi/collections/other.topic/items') });
+    expect(ask(world, 'GET', '/')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/') });
   });
 });
 
@@ -376,7 +378,7 @@ describe('open scopes never consult tokens', () => {
         throw new Error('read the Authorization header of an open request');
       },
     };
-    expect(decide(world, DEFAULT_CONFIG, req, NOW)).toEqual({ outcome: 'open', area: 'waf' });
+    expect(decide(world, DEFAULT_CONFIG, req, NOW)).toEqual({ outcome: 'open', area: 'waf', segments: ['data', 'open', 'x'] });
   });
 });
 
@@ -421,12 +423,13 @@ describe('token transport', () => {
 
 describe('answers', () => {
   it('open', () => {
-    expect(ask(world, 'GET', '/data/open')).toEqual({ outcome: 'open', area: 'waf' });
+    expect(ask(world, 'GET', '/data/open')).toEqual({ outcome: 'open', area: 'waf', segments: segmentsOf('/data/open') });
   });
   it('governed, valid unexpired token of the governing scope: granted with scope and token id', () => {
     expect(ask(world, 'GET', OBS_FILE, bearer(T.obs))).toEqual({
       outcome: 'granted',
       area: 'waf',
+      segments: segmentsOf(OBS_FILE),
       governing: [OBS],
       scope: OBS,
       tokenId: idOf(T.obs),
@@ -435,12 +438,12 @@ describe('answers', () => {
     });
   });
   it('governed, no token', () => {
-    expect(ask(world, 'GET', OBS_FILE)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS] });
-    expect(ask(world, 'GET', `${OBS_FILE}?token=`)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS] });
-    expect(ask(world, 'GET', OBS_FILE, 'Negotiate abc')).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS] });
+    expect(ask(world, 'GET', OBS_FILE)).toEqual({ outcome: 'no-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS] });
+    expect(ask(world, 'GET', `${OBS_FILE}?token=`)).toEqual({ outcome: 'no-token', area: 'waf', segments: segmentsOf(`${OBS_FILE}?token=`), governing: [OBS] });
+    expect(ask(world, 'GET', OBS_FILE, 'Negotiate abc')).toEqual({ outcome: 'no-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS] });
   });
   it('governed, unknown token', () => {
-    expect(ask(world, 'GET', OBS_FILE, bearer(T.unknown))).toEqual({ outcome: 'invalid-token', area: 'waf', governing: [OBS], why: 'unknown' });
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.unknown))).toEqual({ outcome: 'invalid-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS], why: 'unknown' });
     expect(ask(world, 'GET', OBS_FILE, bearer('a-plain-unknown-token'))).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
   });
   it('governed, expired token', () => {
@@ -449,7 +452,7 @@ describe('answers', () => {
       { scope: OBS, token: t, expiresAt: PAST },
       { scope: OBS, token: T.obs },
     ]);
-    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toEqual({ outcome: 'invalid-token', area: 'waf', governing: [OBS], why: 'expired', tokenId: idOf(t) });
+    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toEqual({ outcome: 'invalid-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS], why: 'expired', tokenId: idOf(t) });
     expect(outcome(ask(index, 'GET', OBS_FILE, bearer(T.obs)))).toBe('granted');
   });
   it('a token with an expiry still ahead grants', () => {
@@ -465,7 +468,7 @@ describe('answers', () => {
   });
   it('governed, badly-checksummed token (one character changed)', () => {
     const typo = T.obs.slice(0, 10) + (T.obs[10] === 'A' ? 'B' : 'A') + T.obs.slice(11);
-    expect(ask(world, 'GET', OBS_FILE, bearer(typo))).toEqual({ outcome: 'invalid-token', area: 'waf', governing: [OBS], why: 'malformed' });
+    expect(ask(world, 'GET', OBS_FILE, bearer(typo))).toEqual({ outcome: 'invalid-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS], why: 'malformed' });
   });
   it.each([
     ['non-ASCII', 'Bearer tökenvalue'],
@@ -478,7 +481,7 @@ describe('answers', () => {
     expect(ask(world, 'GET', `${OBS_FILE}?token=%zz`, bearer(T.obs))).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
   });
   it('governed, valid token of another scope', () => {
-    expect(ask(world, 'GET', OBS_FILE, bearer(T.other))).toEqual({ outcome: 'insufficient-scope', area: 'waf', governing: [OBS], tokenId: idOf(T.other) });
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.other))).toEqual({ outcome: 'insufficient-scope', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS], tokenId: idOf(T.other) });
   });
   it('a token valid elsewhere only while unexpired: expired elsewhere is unknown here', () => {
     const t = tok('expired-elsewhere');
@@ -528,15 +531,15 @@ describe('configurable prefixes', () => {
   it('/data does not match /database or /datax', () => {
     const index = indexOf([{ scope: topic('secret'), token: T.core }]);
     expect(outcome(ask(index, 'GET', '/data/secret'))).toBe('no-token');
-    expect(ask(index, 'GET', '/database/secret')).toEqual({ outcome: 'open', area: 'other' });
-    expect(ask(index, 'GET', '/datax/secret')).toEqual({ outcome: 'open', area: 'other' });
-    expect(ask(index, 'GET', '/dat/secret')).toEqual({ outcome: 'open', area: 'other' });
+    expect(ask(index, 'GET', '/database/secret')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/database/secret') });
+    expect(ask(index, 'GET', '/datax/secret')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/datax/secret') });
+    expect(ask(index, 'GET', '/dat/secret')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/dat/secret') });
   });
   it('/oapi does not match /oapix', () => {
     expect(outcome(ask(world, 'POST', '/oapix/collections/stations'))).toBe('open');
   });
   it('/DATA is not /data (case-sensitive)', () => {
-    expect(ask(world, 'GET', CORE_FILE.replace('/data', '/DATA'))).toEqual({ outcome: 'open', area: 'other' });
+    expect(ask(world, 'GET', CORE_FILE.replace('/data', '/DATA'))).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf(CORE_FILE.replace('/data', '/DATA')) });
   });
   it('custom prefixes move the WAF and the API', () => {
     const config: AccessConfig = { wafPrefix: parsePrefix('/files/waf'), apiPrefix: parsePrefix('/api/v1'), tokenParam: 'token' };
@@ -615,9 +618,9 @@ describe('normalization attacks through the decision engine (closed scopes, no t
   });
   it('case is significant: other-case paths are other resources', () => {
     // The WAF object store and the API are case-sensitive, so these name resources other than the closed ones.
-    expect(ask(world, 'GET', '/DATA/origin/a/wis2/mw-met/data/core/f')).toEqual({ outcome: 'open', area: 'other' });
-    expect(ask(world, 'POST', '/oapi/Collections/stations')).toEqual({ outcome: 'open', area: 'api' });
-    expect(ask(world, 'POST', '/oapi/collections/STATIONS')).toEqual({ outcome: 'open', area: 'api' });
+    expect(ask(world, 'GET', '/DATA/origin/a/wis2/mw-met/data/core/f')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/DATA/origin/a/wis2/mw-met/data/core/f') });
+    expect(ask(world, 'POST', '/oapi/Collections/stations')).toEqual({ outcome: 'open', area: 'api', segments: segmentsOf('/oapi/Collections/stations') });
+    expect(ask(world, 'POST', '/oapi/collections/STATIONS')).toEqual({ outcome: 'open', area: 'api', segments: segmentsOf('/oapi/collections/STATIONS') });
     expect(outcome(ask(world, 'GET', '/data/ORIGIN/A/WIS2/MW-MET/DATA/CORE/f'))).toBe('open');
   });
   it('absolute URLs (X-Original-URL) decide like their path', () => {
@@ -629,6 +632,60 @@ describe('normalization attacks through the decision engine (closed scopes, no t
     expect(outcome(ask(world, 'GET', stripOrigin(`http://h#${CORE_FILE}`)))).toBe('malformed');
     // An absolute URL passed without stripping is not a path: refused, never open.
     expect(outcome(ask(world, 'GET', `https://example.org${CORE_FILE}`))).toBe('malformed');
+  });
+});
+
+describe('decisions carry the normalized path segments', () => {
+  it('normalized once, for every outcome but malformed', () => {
+    const target = '/data/./2026-11-21//wis/x/../urn%3Awmo%3Amd%3Amw-met%3Aobs/x.bufr4?page=2';
+    const expected = segmentsOf(OBS_FILE);
+    expect(ask(world, 'GET', target)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS], segments: expected });
+    expect(ask(world, 'GET', target, bearer(T.obs))).toMatchObject({ outcome: 'granted', segments: expected });
+    expect(ask(world, 'GET', '/data/open/%7Ex')).toMatchObject({ outcome: 'open', segments: ['data', 'open', '~x'] });
+    expect(ask(world, 'GET', '/data/%zz')).not.toHaveProperty('segments');
+  });
+  it('decideForScope has no request path: its segments are empty', () => {
+    expect(decideForScope(world, CORE, T.core, NOW)).toMatchObject({ outcome: 'granted', segments: [] });
+    expect(decideForScope(world, topic('origin.a'), T.obs, NOW)).toMatchObject({ outcome: 'open', segments: [] });
+  });
+});
+
+describe('a token held by several scopes', () => {
+  const shared = tok('shared');
+  const index = indexOf([
+    { scope: OBS, token: shared, expiresAt: PAST },
+    { scope: CORE, token: shared, expiresAt: FUTURE },
+    { scope: SVC, token: shared },
+  ]);
+  it('grants in each scope that holds it unexpired, with that scope’s expiry', () => {
+    expect(ask(index, 'GET', CORE_FILE, bearer(shared))).toMatchObject({ outcome: 'granted', scope: CORE, expiresAt: Date.parse(FUTURE) });
+    expect(ask(index, 'POST', '/oapi/processes/svc/execution', bearer(shared))).toMatchObject({ outcome: 'granted', scope: SVC, expiresAt: Infinity });
+  });
+  it('is expired where its record is, even though it is valid elsewhere', () => {
+    expect(ask(index, 'GET', OBS_FILE, bearer(shared))).toMatchObject({ outcome: 'invalid-token', why: 'expired', tokenId: idOf(shared) });
+  });
+  it('is another scope’s token where it has no record', () => {
+    const more = indexOf([
+      { scope: OBS, token: shared, expiresAt: PAST },
+      { scope: CORE, token: shared, expiresAt: FUTURE },
+      { scope: STATIONS, token: T.stations },
+    ]);
+    expect(ask(more, 'POST', '/oapi/collections/stations/items', bearer(shared))).toMatchObject({ outcome: 'insufficient-scope', tokenId: idOf(shared) });
+  });
+  it('when two governing scopes hold it, an unexpired record grants though the other is expired', () => {
+    const file = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/urn:wmo:md:mw-met:obs/x.bufr4';
+    expect(ask(index, 'GET', file, bearer(shared))).toMatchObject({ outcome: 'granted', scope: CORE });
+  });
+});
+
+describe('many candidate hits', () => {
+  it('a long path hitting the same and many equally deep scopes names each governing scope once', () => {
+    const topics = Array.from({ length: 40 }, (_, i) => topic(`t${i}`));
+    const index = indexOf(topics.map((scope) => ({ scope, token: T.core })));
+    const path = `/data/${topics.map((t) => t.value).join('/')}/${topics.map((t) => t.value).join('/')}/f`;
+    const d = ask(index, 'GET', path, bearer(T.core));
+    expect(d).toMatchObject({ outcome: 'granted', scope: topic('t0') });
+    expect(governing(d)).toEqual(topics.map(scopeKey).sort());
   });
 });
 

@@ -1,8 +1,8 @@
 import type { AccessIndex, IndexedScope, TopicNode } from './access-index.js';
 import { extractCredential, type Credential, type TokenSource } from './credentials.js';
 import { normalizeTarget } from './normalize.js';
-import type { Scope } from './scope.js';
-import { hashTokenHex, isPlausibleToken, tokenIdOfHex } from './token.js';
+import type { Scope, ScopeKind } from './scope.js';
+import { hashTokenDigestInto, isPlausibleToken, tokenIdOfDigest } from './token.js';
 
 /**
  * The access decision of ACCESS-RULES.md, as a pure function of the index, the configuration, the
@@ -29,10 +29,15 @@ export interface AccessRequest {
 interface Governed {
   readonly area: Area;
   readonly governing: readonly Scope[];
+  /**
+   * The request's normalized path segments (decide computed them anyway; svc-auth logs them instead of
+   * normalizing twice). decideForScope has no request path: [] there.
+   */
+  readonly segments: readonly string[];
 }
 
 export type Decision =
-  | { readonly outcome: 'open'; readonly area: Area }
+  | { readonly outcome: 'open'; readonly area: Area; readonly segments: readonly string[] }
   | { readonly outcome: 'malformed'; readonly reason: string }
   | (Governed & {
       readonly outcome: 'granted';
@@ -64,10 +69,13 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest, nowMs: number): Decision {
   const target = normalizeTarget(req.target);
   if (!target.ok) return { outcome: 'malformed', reason: target.reason };
-  const { area, scopes } = governingFor(index, config, req.method, target.segments);
-  if (scopes.length === 0) return { outcome: 'open', area };
-  return judge(index, area, scopes, extractCredential(target.query, req.authorization, config.tokenParam), nowMs);
+  const { segments } = target;
+  const { area, scopes } = governingFor(index, config, req.method, segments);
+  if (scopes.length === 0) return { outcome: 'open', area, segments };
+  return judge(index, area, segments, scopes, extractCredential(target.query, req.authorization, config.tokenParam), nowMs);
 }
+
+const NO_SEGMENTS: readonly string[] = Object.freeze([]);
 
 /** What the CLI's has-access-topic answers: the decision for a request to the scope's own data. */
 export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number): Decision {
@@ -78,30 +86,43 @@ export function decideForScope(index: AccessIndex, scope: Scope, token: string, 
   else found.add(index.paths.get(scope.value));
   const area: Area = scope.kind === 'path' ? 'api' : 'other';
   const scopes = found.mostSpecific();
-  if (scopes.length === 0) return { outcome: 'open', area };
-  return judge(index, area, scopes, { kind: 'token', token, source: 'bearer' }, nowMs);
+  if (scopes.length === 0) return { outcome: 'open', area, segments: NO_SEGMENTS };
+  return judge(index, area, NO_SEGMENTS, scopes, { kind: 'token', token, source: 'bearer' }, nowMs);
 }
 
-/** Step 3 and the answers table: only the governing scopes' tokens grant. */
-function judge(index: AccessIndex, area: Area, scopes: readonly IndexedScope[], credential: Credential, nowMs: number): Decision {
+/** The presented token's digest: reused, as judge runs to completion and keeps nothing of it but the id. */
+const DIGEST = Buffer.alloc(32);
+
+/**
+ * Step 3 and the answers table: only the governing scopes' tokens grant. The token's records are walked
+ * per governing scope, in order (a digest has one record per scope holding it, usually just one).
+ */
+function judge(index: AccessIndex, area: Area, segments: readonly string[], scopes: readonly IndexedScope[], credential: Credential, nowMs: number): Decision {
   const governing = scopes.map((s) => s.scope);
-  if (credential.kind === 'none') return { outcome: 'no-token', area, governing };
+  if (credential.kind === 'none') return { outcome: 'no-token', area, governing, segments };
   if (credential.kind === 'malformed' || !isPlausibleToken(credential.token)) {
-    return { outcome: 'invalid-token', area, governing, why: 'malformed' };
+    return { outcome: 'invalid-token', area, governing, segments, why: 'malformed' };
   }
-  const hex = hashTokenHex(credential.token);
-  const tokenId = tokenIdOfHex(hex);
+  const digest = hashTokenDigestInto(credential.token, DIGEST);
+  const table = index.tokens;
   let expired = false;
   for (const entry of scopes) {
-    const expiresAt = entry.tokens.get(hex);
-    if (expiresAt === undefined) continue;
-    if (expiresAt > nowMs) return { outcome: 'granted', area, governing, scope: entry.scope, tokenId, source: credential.source, expiresAt };
-    expired = true;
+    for (let slot = table.first(digest); slot >= 0; slot = table.next(digest, slot)) {
+      if (table.ownerAt(slot) !== entry) continue;
+      const expiresAt = table.expiresAt(slot);
+      if (expiresAt > nowMs) {
+        return { outcome: 'granted', area, governing, segments, scope: entry.scope, tokenId: tokenIdOfDigest(digest), source: credential.source, expiresAt };
+      }
+      expired = true;
+      break;
+    }
   }
-  if (expired) return { outcome: 'invalid-token', area, governing, why: 'expired', tokenId };
-  const elsewhere = index.allTokens.get(hex);
-  if (elsewhere !== undefined && elsewhere > nowMs) return { outcome: 'insufficient-scope', area, governing, tokenId };
-  return { outcome: 'invalid-token', area, governing, why: 'unknown' };
+  if (expired) return { outcome: 'invalid-token', area, governing, segments, why: 'expired', tokenId: tokenIdOfDigest(digest) };
+  // Held unexpired by another scope: "insufficient scope" rather than "unknown".
+  for (let slot = table.first(digest); slot >= 0; slot = table.next(digest, slot)) {
+    if (table.expiresAt(slot) > nowMs) return { outcome: 'insufficient-scope', area, governing, segments, tokenId: tokenIdOfDigest(digest) };
+  }
+  return { outcome: 'invalid-token', area, governing, segments, why: 'unknown' };
 }
 
 function startsWith(segments: readonly string[], prefix: readonly string[]): boolean {
@@ -116,14 +137,16 @@ function governingFor(index: AccessIndex, config: AccessConfig, method: string, 
   let area: Area = 'other';
   if (startsWith(segments, config.wafPrefix)) {
     area = 'waf';
-    const rest = segments.slice(config.wafPrefix.length);
-    if (rest[0] !== 'metadata') {
-      found.topicRuns(index, rest);
-      for (const seg of rest) found.datasetPrefixes(index, seg);
+    // The segments after the prefix, read in place.
+    const from = config.wafPrefix.length;
+    if (segments[from] !== 'metadata') {
+      found.topicRuns(index, segments, from);
+      for (let i = from; i < segments.length; i++) found.datasetPrefixes(index, segments[i]!);
     }
   } else if (startsWith(segments, config.apiPrefix)) {
     area = 'api';
-    const [resource, id] = segments.slice(config.apiPrefix.length);
+    const resource = segments[config.apiPrefix.length];
+    const id = segments[config.apiPrefix.length + 1];
     const safe = SAFE_METHODS.has(method);
     if (resource === 'collections' && id !== undefined) {
       if (id === 'stations') {
@@ -143,6 +166,8 @@ function governingFor(index: AccessIndex, config: AccessConfig, method: string, 
  * Collects closed candidates; allocation only starts with the first hit, so open requests (the common
  * case) cost a few map lookups.
  */
+const NO_SCOPES: readonly IndexedScope[] = Object.freeze([]);
+
 class Candidates {
   private hits: IndexedScope[] | undefined;
 
@@ -150,10 +175,10 @@ class Candidates {
     if (entry) (this.hits ??= []).push(entry);
   }
 
-  /** Topic scopes whose levels appear as consecutive items of `levels`, starting anywhere. */
-  topicRuns(index: AccessIndex, levels: readonly string[]): void {
+  /** Topic scopes whose levels appear as consecutive items of `levels` (from index `from` on), starting anywhere. */
+  topicRuns(index: AccessIndex, levels: readonly string[], from = 0): void {
     if (index.topics.size === 0) return;
-    for (let start = 0; start < levels.length; start++) {
+    for (let start = from; start < levels.length; start++) {
       let node: TopicNode | undefined = index.topics.get(levels[start]!);
       for (let i = start + 1; node; i++) {
         this.add(node.scope);
@@ -181,13 +206,25 @@ class Candidates {
     this.add(index.paths.get(`processes/${processId}`));
   }
 
-  /** The deepest closed candidates of each kind; candidates of different kinds govern together. */
-  mostSpecific(): IndexedScope[] {
+  /**
+   * The deepest closed candidates of each kind, each once, in the order first found; candidates of
+   * different kinds govern together. A single hit (the common governed case) is returned as it is.
+   */
+  mostSpecific(): readonly IndexedScope[] {
     const hits = this.hits;
-    if (!hits) return [];
-    const deepest = new Map<string, number>();
-    for (const h of hits) deepest.set(h.scope.kind, Math.max(deepest.get(h.scope.kind) ?? 0, h.depth));
-    const unique = new Set(hits.filter((h) => h.depth === deepest.get(h.scope.kind)));
-    return [...unique];
+    if (!hits) return NO_SCOPES;
+    if (hits.length === 1) return hits;
+    const deepest: Record<ScopeKind, number> = { topic: 0, dataset: 0, path: 0 };
+    for (const h of hits) if (h.depth > deepest[h.scope.kind]) deepest[h.scope.kind] = h.depth;
+    const out: IndexedScope[] = [];
+    // `includes` is fine for the few hits of a real path; a long crafted path can hit hundreds, hence the Set.
+    const seen = hits.length > 16 ? new Set<IndexedScope>() : undefined;
+    for (const h of hits) {
+      if (h.depth !== deepest[h.scope.kind]) continue;
+      if (seen ? seen.has(h) : out.includes(h)) continue;
+      seen?.add(h);
+      out.push(h);
+    }
+    return out;
   }
 }

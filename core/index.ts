@@ -5,6 +5,7 @@ export * from './token.js';
 export * from './protected-scope.js';
 export * from './manifest.js';
 export * from './snapshot.js';
+export * from './token-table.js';
 export * from './access-index.js';
 export * from './normalize.js';
 export * from './credentials.js';

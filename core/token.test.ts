@@ -9,12 +9,15 @@ import {
   GENERATED_TOKEN_LENGTH,
   HASH_PATTERN,
   hashToken,
+  hashTokenDigest,
+  hashTokenDigestInto,
   hashTokenHex,
   hasValidChecksum,
   isPlausibleToken,
   MAX_TOKEN_LENGTH,
   MIN_SUPPLIED_LENGTH,
   tokenIdOf,
+  tokenIdOfDigest,
   tokenIdOfHex,
   TOKEN_ID_PATTERN,
 } from './token.js';
@@ -192,6 +195,24 @@ describe('hash and id', () => {
         const id = tokenIdOf(h);
         expect(TOKEN_ID_PATTERN.test(id)).toBe(true);
         expect(h.startsWith(`sha256:${id}`)).toBe(true);
+      }),
+    );
+  });
+  it('the digest is the raw SHA-256 (known vector), and its id the same 12 hex', () => {
+    const d = hashTokenDigest('abc');
+    expect(d).toHaveLength(32);
+    expect(d.toString('hex')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(tokenIdOfDigest(d)).toBe('ba7816bf8f01');
+  });
+  it('property: digest and hex forms agree, ids included, for any string (UTF-8 hashed alike)', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 80, unit: 'grapheme' }), (token) => {
+        const d = hashTokenDigest(token);
+        expect(d.toString('hex')).toBe(hashTokenHex(token));
+        const out = Buffer.alloc(32, 0xee);
+        expect(hashTokenDigestInto(token, out)).toBe(out);
+        expect(out.equals(d)).toBe(true);
+        expect(tokenIdOfDigest(d)).toBe(tokenIdOfHex(hashTokenHex(token)));
       }),
     );
   });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash as oneShotHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { err, ok, type Result } from './result.js';
 
@@ -109,6 +109,25 @@ export function hashTokenHex(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
+/**
+ * The raw SHA-256 of the token (32 bytes), what the decision index is keyed by: one-shot `crypto.hash`
+ * (Node ≥ 20.12) makes no Hash object and no hex string on the request path.
+ */
+export function hashTokenDigest(token: string): Buffer {
+  return oneShotHash('sha256', token, 'buffer');
+}
+
+/**
+ * hashTokenDigest into a caller's 32-byte buffer, for the request path. On Node 20, one-shot hashing to
+ * a 32-character latin1 string and copying its char codes costs less than half of hashing to a new
+ * Buffer (about 330 against 750 ns a call, measured): a Buffer is a heavier allocation than a short string.
+ */
+export function hashTokenDigestInto(token: string, out: Buffer): Buffer {
+  const raw = oneShotHash('sha256', token, 'binary');
+  for (let i = 0; i < 32; i++) out[i] = raw.charCodeAt(i);
+  return out;
+}
+
 export function hashToken(token: string): TokenHash {
   return `sha256:${hashTokenHex(token)}`;
 }
@@ -116,6 +135,11 @@ export function hashToken(token: string): TokenHash {
 /** The public id of a token: the first 12 hex of its hash. Safe to log, show and use for removal. */
 export function tokenIdOfHex(hex: string): string {
   return hex.slice(0, 12);
+}
+
+/** tokenIdOfHex of the digest's hex, without writing out the other 52 hex characters. */
+export function tokenIdOfDigest(digest: Buffer): string {
+  return digest.toString('hex', 0, 6);
 }
 
 export function tokenIdOf(hash: TokenHash): string {

@@ -1,12 +1,20 @@
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { buildIndex, compileSnapshot, hashToken, parseScopeLine, shardSnapshot, tokenIdOf, type AccessIndex, type ProtectedScope, type TopicNode } from '../../core/index.js';
-import { IncrementalIndex, LayeredMap, type IndexedShard } from './configmap-index.js';
+import { buildIndex, compileSnapshot, hashToken, hashTokenDigest, parseScopeLine, shardSnapshot, tokenIdOf, type AccessIndex, type IndexedScope, type ProtectedScope, type TopicNode } from '../../core/index.js';
+import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
 
-/** The index as plain, order-independent data (Infinity written out), for deep comparison. */
+/**
+ * The index as plain, order-independent data (Infinity written out), for deep comparison: the token table
+ * as sorted (hash, scope key, expiry) triples, each owner checked to be the very object the maps hold.
+ */
 function plain(index: AccessIndex): unknown {
-  const scope = (s: { key: string; depth: number; scope: unknown; tokens: ReadonlyMap<string, number> } | undefined) =>
-    s && { key: s.key, depth: s.depth, scope: s.scope, tokens: [...s.tokens].map(([h, at]) => [h, String(at)]).sort() };
+  const scope = (s: IndexedScope | undefined) => s && { key: s.key, depth: s.depth, scope: s.scope };
+  const held = new Set<IndexedScope>([...index.datasets.values(), ...index.paths.values()]);
+  const walk = (n: TopicNode): void => {
+    if (n.scope) held.add(n.scope);
+    n.children.forEach(walk);
+  };
+  index.topics.forEach(walk);
   const node = (n: TopicNode): unknown => ({ scope: scope(n.scope), children: [...n.children].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, c]) => [k, node(c)]) });
   return {
     generation: index.generation,
@@ -15,7 +23,11 @@ function plain(index: AccessIndex): unknown {
     topics: [...index.topics].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, c]) => [k, node(c)]),
     datasets: [...index.datasets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, s]) => [k, scope(s)]),
     paths: [...index.paths].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, s]) => [k, scope(s)]),
-    allTokens: [...index.allTokens].map(([h, at]) => [h, String(at)]).sort(),
+    tokens: index.tokens
+      .records()
+      .map((r) => [r.hex, held.has(r.owner) ? r.owner.key : `not in the index: ${r.owner.key}`, String(r.expiresAt)])
+      .sort(),
+    tokenTableSize: index.tokens.size,
   };
 }
 
@@ -97,37 +109,53 @@ describe('IncrementalIndex', () => {
     expect(b.ok && b.value.incremental).toBe(true);
   });
 
+  it('fills the new token table in slices, yielding between them, and shares unchanged scopes', async () => {
+    const objects = (changed: string) =>
+      Array.from({ length: 600 }, (_, i) => {
+        const tokens = Array.from({ length: 10 }, (_, j) => {
+          const hash = hashToken(`big-${i}-${j}-${i === 7 ? changed : ''}`);
+          return { id: tokenIdOf(hash), hash, createdAt: '2025-01-01T00:00:00Z' };
+        });
+        return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: { topicHierarchy: `t.s${i}`, tokens } } as unknown as ProtectedScope;
+      });
+    const shardsFor = (changed: string) => {
+      const snapshot = compileSnapshot(objects(changed));
+      const { index, shards } = shardSnapshot(snapshot, 20000);
+      return {
+        generation: index.generation,
+        shards: shards.map((sh): IndexedShard => {
+          const lines = sh.text.split('\n').slice(0, -1);
+          return { digest: sh.digest, lines, scopes: lines.map((l) => (parseScopeLine(l) as { ok: true; value: never }).value) };
+        }),
+      };
+    };
+    const inc = new IncrementalIndex();
+    const first = shardsFor('a');
+    const a = await inc.update(first.generation, first.shards);
+    if (!a.ok) throw new Error(a.error);
+    a.value.commit();
+    const second = shardsFor('b');
+    let ticks = 0;
+    const b = await inc.update(second.generation, second.shards, async () => void ticks++);
+    if (!b.ok) throw new Error(b.error);
+    expect(b.value.incremental).toBe(true);
+    expect(ticks).toBeGreaterThanOrEqual(1);
+    expect(b.value.index.tokenCount).toBe(6000);
+    expect(b.value.index.tokens.size).toBe(6000);
+    // The unchanged scope is the same object in both indexes; the changed one is new, and only it owns the new tokens.
+    const scopeOf = (index: AccessIndex, i: number) => index.topics.get('t')!.children.get(`s${i}`)!.scope!;
+    expect(scopeOf(b.value.index, 3)).toBe(scopeOf(a.value.index, 3));
+    expect(scopeOf(b.value.index, 7)).not.toBe(scopeOf(a.value.index, 7));
+    const digest = hashTokenDigest('big-7-0-b');
+    expect(b.value.index.tokens.ownerAt(b.value.index.tokens.first(digest))).toBe(scopeOf(b.value.index, 7));
+    expect(a.value.index.tokens.first(digest)).toBe(-1);
+  });
+
   it('refuses a snapshot with a scope twice, as the builder does', async () => {
     const inc = new IncrementalIndex();
     const { generation, shards } = shardsOf([{ scope: 0, tokens: [{ secret: 0, exp: 0 }] }], 1000);
     const dup: IndexedShard[] = [...shards, { ...shards[0]!, digest: 'other' }];
     const r = await inc.update(generation, dup);
     expect(r.ok).toBe(false);
-  });
-});
-
-describe('LayeredMap', () => {
-  it('behaves as the plain Map it stands for, through any number of layers', () => {
-    fc.assert(
-      fc.property(fc.array(fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'), fc.option(fc.integer(), { nil: undefined })), { maxLength: 5 }), { maxLength: 30 }), (layers) => {
-        const model = new Map<string, number>([['a', 1], ['z', 26]]);
-        let m: ReadonlyMap<string, number> = new Map(model);
-        for (const layer of layers) {
-          const changes = new Map<string, number | undefined>(layer);
-          for (const [k, v] of changes) {
-            if (v === undefined) model.delete(k);
-            else model.set(k, v);
-          }
-          m = LayeredMap.over(m, changes);
-          expect(m.size).toBe(model.size);
-          expect(new Map(m)).toEqual(model);
-          for (const k of ['a', 'b', 'c', 'd', 'e', 'f', 'z', 'q']) {
-            expect(m.get(k)).toBe(model.get(k));
-            expect(m.has(k)).toBe(model.has(k));
-          }
-        }
-      }),
-      { numRuns: 300 },
-    );
   });
 });
