@@ -125,10 +125,6 @@ function keysOf(governing: readonly Scope[]): string {
   return governing.length === 1 ? scopeKey(governing[0]!) : governing.map(scopeKey).join(' ');
 }
 
-function pathOf(segments: readonly string[]): string {
-  return `/${segments.join('/')}`;
-}
-
 /**
  * The hot path: a plain node:http handler placed before the Express app. Returns false for any URL that
  * is not an auth endpoint, for Express to handle. Nothing here parses a body or builds a URL object.
@@ -172,19 +168,19 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
     switch (d.outcome) {
       case 'open':
-        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments) });
+        decisions.write(level, { endpoint, method, outcome, path: d.path });
         break;
       case 'granted':
-        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments), scope: scopeKey(d.scope), tokenId: d.tokenId, tokenSource: d.source });
+        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: scopeKey(d.scope), tokenId: d.tokenId, tokenSource: d.source });
         break;
       case 'insufficient-scope':
-        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments), scope: keysOf(d.governing), tokenId: d.tokenId });
+        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: keysOf(d.governing), tokenId: d.tokenId });
         break;
       case 'invalid-token':
-        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments), scope: keysOf(d.governing), why: d.why, tokenId: d.tokenId });
+        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: keysOf(d.governing), why: d.why, tokenId: d.tokenId });
         break;
       case 'no-token':
-        decisions.write(level, { endpoint, method, outcome, path: pathOf(d.segments), scope: keysOf(d.governing) });
+        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: keysOf(d.governing) });
         break;
       case 'malformed':
         decisions.write(level, { endpoint, method, outcome, reason: d.reason });

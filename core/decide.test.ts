@@ -44,8 +44,8 @@ const basicAuth = (pw: string, user = 'anyone') => `Basic ${Buffer.from(`${user}
 const ask = (index: AccessIndex, method: string, target: string, authorization?: string, config: AccessConfig = DEFAULT_CONFIG): Decision =>
   decide(index, config, { method, target, authorization }, NOW);
 const outcome = (d: Decision) => d.outcome;
-/** The normalized segments of a plain target (no escapes, dots or doubled slashes), as decisions carry them. */
-const segmentsOf = (target: string) => target.split('?')[0]!.split('/').filter((s) => s.length > 0);
+/** The normalized path of a plain target (no escapes, dots or doubled slashes), as decisions carry it. */
+const pathOf = (target: string) => `/${target.split('?')[0]!.split('/').filter((s) => s.length > 0).join('/')}`;
 const governing = (d: Decision) => ('governing' in d ? d.governing.map(scopeKey).sort() : []);
 const allowed = (d: Decision) => d.outcome === 'open' || d.outcome === 'granted';
 
@@ -85,9 +85,9 @@ describe('everything is open by default', () => {
     expect(outcome(ask(EMPTY_INDEX, method, target))).toBe('open');
   });
   it('an index with only other scopes closed leaves unrelated data open', () => {
-    expect(ask(world, 'GET', '/data/2026-11-21/wis/origin/b/x.bufr4')).toEqual({ outcome: 'open', area: 'waf', segments: segmentsOf('/data/2026-11-21/wis/origin/b/x.bufr4') });
-    expect(ask(world, 'GET', '/oapi/collections/other.topic/items')).toEqual({ outcome: 'open', area: 'api', segments: segmentsOf('/oapi/collections/other.topic/items') });
-    expect(ask(world, 'GET', '/')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/') });
+    expect(ask(world, 'GET', '/data/2026-11-21/wis/origin/b/x.bufr4')).toEqual({ outcome: 'open', area: 'waf', path: pathOf('/data/2026-11-21/wis/origin/b/x.bufr4') });
+    expect(ask(world, 'GET', '/oapi/collections/other.topic/items')).toEqual({ outcome: 'open', area: 'api', path: pathOf('/oapi/collections/other.topic/items') });
+    expect(ask(world, 'GET', '/')).toEqual({ outcome: 'open', area: 'other', path: pathOf('/') });
   });
 });
 
@@ -378,7 +378,7 @@ describe('open scopes never consult tokens', () => {
         throw new Error('read the Authorization header of an open request');
       },
     };
-    expect(decide(world, DEFAULT_CONFIG, req, NOW)).toEqual({ outcome: 'open', area: 'waf', segments: ['data', 'open', 'x'] });
+    expect(decide(world, DEFAULT_CONFIG, req, NOW)).toEqual({ outcome: 'open', area: 'waf', path: '/data/open/x' });
   });
 });
 
@@ -423,13 +423,13 @@ describe('token transport', () => {
 
 describe('answers', () => {
   it('open', () => {
-    expect(ask(world, 'GET', '/data/open')).toEqual({ outcome: 'open', area: 'waf', segments: segmentsOf('/data/open') });
+    expect(ask(world, 'GET', '/data/open')).toEqual({ outcome: 'open', area: 'waf', path: pathOf('/data/open') });
   });
   it('governed, valid unexpired token of the governing scope: granted with scope and token id', () => {
     expect(ask(world, 'GET', OBS_FILE, bearer(T.obs))).toEqual({
       outcome: 'granted',
       area: 'waf',
-      segments: segmentsOf(OBS_FILE),
+      path: pathOf(OBS_FILE),
       governing: [OBS],
       scope: OBS,
       tokenId: idOf(T.obs),
@@ -438,12 +438,12 @@ describe('answers', () => {
     });
   });
   it('governed, no token', () => {
-    expect(ask(world, 'GET', OBS_FILE)).toEqual({ outcome: 'no-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS] });
-    expect(ask(world, 'GET', `${OBS_FILE}?token=`)).toEqual({ outcome: 'no-token', area: 'waf', segments: segmentsOf(`${OBS_FILE}?token=`), governing: [OBS] });
-    expect(ask(world, 'GET', OBS_FILE, 'Negotiate abc')).toEqual({ outcome: 'no-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS] });
+    expect(ask(world, 'GET', OBS_FILE)).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS] });
+    expect(ask(world, 'GET', `${OBS_FILE}?token=`)).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(`${OBS_FILE}?token=`), governing: [OBS] });
+    expect(ask(world, 'GET', OBS_FILE, 'Negotiate abc')).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS] });
   });
   it('governed, unknown token', () => {
-    expect(ask(world, 'GET', OBS_FILE, bearer(T.unknown))).toEqual({ outcome: 'invalid-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS], why: 'unknown' });
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.unknown))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], why: 'unknown' });
     expect(ask(world, 'GET', OBS_FILE, bearer('a-plain-unknown-token'))).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
   });
   it('governed, expired token', () => {
@@ -452,7 +452,7 @@ describe('answers', () => {
       { scope: OBS, token: t, expiresAt: PAST },
       { scope: OBS, token: T.obs },
     ]);
-    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toEqual({ outcome: 'invalid-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS], why: 'expired', tokenId: idOf(t) });
+    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], why: 'expired', tokenId: idOf(t) });
     expect(outcome(ask(index, 'GET', OBS_FILE, bearer(T.obs)))).toBe('granted');
   });
   it('a token with an expiry still ahead grants', () => {
@@ -468,7 +468,7 @@ describe('answers', () => {
   });
   it('governed, badly-checksummed token (one character changed)', () => {
     const typo = T.obs.slice(0, 10) + (T.obs[10] === 'A' ? 'B' : 'A') + T.obs.slice(11);
-    expect(ask(world, 'GET', OBS_FILE, bearer(typo))).toEqual({ outcome: 'invalid-token', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS], why: 'malformed' });
+    expect(ask(world, 'GET', OBS_FILE, bearer(typo))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], why: 'malformed' });
   });
   it.each([
     ['non-ASCII', 'Bearer tökenvalue'],
@@ -481,7 +481,7 @@ describe('answers', () => {
     expect(ask(world, 'GET', `${OBS_FILE}?token=%zz`, bearer(T.obs))).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
   });
   it('governed, valid token of another scope', () => {
-    expect(ask(world, 'GET', OBS_FILE, bearer(T.other))).toEqual({ outcome: 'insufficient-scope', area: 'waf', segments: segmentsOf(OBS_FILE), governing: [OBS], tokenId: idOf(T.other) });
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.other))).toEqual({ outcome: 'insufficient-scope', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], tokenId: idOf(T.other) });
   });
   it('a token valid elsewhere only while unexpired: expired elsewhere is unknown here', () => {
     const t = tok('expired-elsewhere');
@@ -531,15 +531,15 @@ describe('configurable prefixes', () => {
   it('/data does not match /database or /datax', () => {
     const index = indexOf([{ scope: topic('secret'), token: T.core }]);
     expect(outcome(ask(index, 'GET', '/data/secret'))).toBe('no-token');
-    expect(ask(index, 'GET', '/database/secret')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/database/secret') });
-    expect(ask(index, 'GET', '/datax/secret')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/datax/secret') });
-    expect(ask(index, 'GET', '/dat/secret')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/dat/secret') });
+    expect(ask(index, 'GET', '/database/secret')).toEqual({ outcome: 'open', area: 'other', path: pathOf('/database/secret') });
+    expect(ask(index, 'GET', '/datax/secret')).toEqual({ outcome: 'open', area: 'other', path: pathOf('/datax/secret') });
+    expect(ask(index, 'GET', '/dat/secret')).toEqual({ outcome: 'open', area: 'other', path: pathOf('/dat/secret') });
   });
   it('/oapi does not match /oapix', () => {
     expect(outcome(ask(world, 'POST', '/oapix/collections/stations'))).toBe('open');
   });
   it('/DATA is not /data (case-sensitive)', () => {
-    expect(ask(world, 'GET', CORE_FILE.replace('/data', '/DATA'))).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf(CORE_FILE.replace('/data', '/DATA')) });
+    expect(ask(world, 'GET', CORE_FILE.replace('/data', '/DATA'))).toEqual({ outcome: 'open', area: 'other', path: pathOf(CORE_FILE.replace('/data', '/DATA')) });
   });
   it('custom prefixes move the WAF and the API', () => {
     const config: AccessConfig = { wafPrefix: parsePrefix('/files/waf'), apiPrefix: parsePrefix('/api/v1'), tokenParam: 'token' };
@@ -618,9 +618,9 @@ describe('normalization attacks through the decision engine (closed scopes, no t
   });
   it('case is significant: other-case paths are other resources', () => {
     // The WAF object store and the API are case-sensitive, so these name resources other than the closed ones.
-    expect(ask(world, 'GET', '/DATA/origin/a/wis2/mw-met/data/core/f')).toEqual({ outcome: 'open', area: 'other', segments: segmentsOf('/DATA/origin/a/wis2/mw-met/data/core/f') });
-    expect(ask(world, 'POST', '/oapi/Collections/stations')).toEqual({ outcome: 'open', area: 'api', segments: segmentsOf('/oapi/Collections/stations') });
-    expect(ask(world, 'POST', '/oapi/collections/STATIONS')).toEqual({ outcome: 'open', area: 'api', segments: segmentsOf('/oapi/collections/STATIONS') });
+    expect(ask(world, 'GET', '/DATA/origin/a/wis2/mw-met/data/core/f')).toEqual({ outcome: 'open', area: 'other', path: pathOf('/DATA/origin/a/wis2/mw-met/data/core/f') });
+    expect(ask(world, 'POST', '/oapi/Collections/stations')).toEqual({ outcome: 'open', area: 'api', path: pathOf('/oapi/Collections/stations') });
+    expect(ask(world, 'POST', '/oapi/collections/STATIONS')).toEqual({ outcome: 'open', area: 'api', path: pathOf('/oapi/collections/STATIONS') });
     expect(outcome(ask(world, 'GET', '/data/ORIGIN/A/WIS2/MW-MET/DATA/CORE/f'))).toBe('open');
   });
   it('absolute URLs (X-Original-URL) decide like their path', () => {
@@ -635,18 +635,18 @@ describe('normalization attacks through the decision engine (closed scopes, no t
   });
 });
 
-describe('decisions carry the normalized path segments', () => {
+describe('decisions carry the normalized path', () => {
   it('normalized once, for every outcome but malformed', () => {
     const target = '/data/./2026-11-21//wis/x/../urn%3Awmo%3Amd%3Amw-met%3Aobs/x.bufr4?page=2';
-    const expected = segmentsOf(OBS_FILE);
-    expect(ask(world, 'GET', target)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS], segments: expected });
-    expect(ask(world, 'GET', target, bearer(T.obs))).toMatchObject({ outcome: 'granted', segments: expected });
-    expect(ask(world, 'GET', '/data/open/%7Ex')).toMatchObject({ outcome: 'open', segments: ['data', 'open', '~x'] });
-    expect(ask(world, 'GET', '/data/%zz')).not.toHaveProperty('segments');
+    const expected = pathOf(OBS_FILE);
+    expect(ask(world, 'GET', target)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS], path: expected });
+    expect(ask(world, 'GET', target, bearer(T.obs))).toMatchObject({ outcome: 'granted', path: expected });
+    expect(ask(world, 'GET', '/data/open/%7Ex')).toMatchObject({ outcome: 'open', path: '/data/open/~x' });
+    expect(ask(world, 'GET', '/data/%zz')).not.toHaveProperty('path');
   });
-  it('decideForScope has no request path: its segments are empty', () => {
-    expect(decideForScope(world, CORE, T.core, NOW)).toMatchObject({ outcome: 'granted', segments: [] });
-    expect(decideForScope(world, topic('origin.a'), T.obs, NOW)).toMatchObject({ outcome: 'open', segments: [] });
+  it('decideForScope has no request: its path is empty', () => {
+    expect(decideForScope(world, CORE, T.core, NOW)).toMatchObject({ outcome: 'granted', path: '' });
+    expect(decideForScope(world, topic('origin.a'), T.obs, NOW)).toMatchObject({ outcome: 'open', path: '' });
   });
 });
 

@@ -30,14 +30,14 @@ interface Governed {
   readonly area: Area;
   readonly governing: readonly Scope[];
   /**
-   * The request's normalized path segments (decide computed them anyway; svc-auth logs them instead of
-   * normalizing twice). decideForScope has no request path: [] there.
+   * The request's normalized path (decide computed it anyway; svc-auth logs it instead of normalizing
+   * twice). decideForScope has no request: '' there.
    */
-  readonly segments: readonly string[];
+  readonly path: string;
 }
 
 export type Decision =
-  | { readonly outcome: 'open'; readonly area: Area; readonly segments: readonly string[] }
+  | { readonly outcome: 'open'; readonly area: Area; readonly path: string }
   | { readonly outcome: 'malformed'; readonly reason: string }
   | (Governed & {
       readonly outcome: 'granted';
@@ -69,13 +69,12 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest, nowMs: number): Decision {
   const target = normalizeTarget(req.target);
   if (!target.ok) return { outcome: 'malformed', reason: target.reason };
-  const { segments } = target;
+  const { segments, path } = target;
   const { area, scopes } = governingFor(index, config, req.method, segments);
-  if (scopes.length === 0) return { outcome: 'open', area, segments };
-  return judge(index, area, segments, scopes, extractCredential(target.query, req.authorization, config.tokenParam), nowMs);
+  if (scopes.length === 0) return { outcome: 'open', area, path };
+  return judge(index, area, path, scopes, extractCredential(target.query, req.authorization, config.tokenParam), nowMs);
 }
 
-const NO_SEGMENTS: readonly string[] = Object.freeze([]);
 
 /** What the CLI's has-access-topic answers: the decision for a request to the scope's own data. */
 export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number): Decision {
@@ -86,8 +85,8 @@ export function decideForScope(index: AccessIndex, scope: Scope, token: string, 
   else found.add(index.paths.get(scope.value));
   const area: Area = scope.kind === 'path' ? 'api' : 'other';
   const scopes = found.mostSpecific();
-  if (scopes.length === 0) return { outcome: 'open', area, segments: NO_SEGMENTS };
-  return judge(index, area, NO_SEGMENTS, scopes, { kind: 'token', token, source: 'bearer' }, nowMs);
+  if (scopes.length === 0) return { outcome: 'open', area, path: '' };
+  return judge(index, area, '', scopes, { kind: 'token', token, source: 'bearer' }, nowMs);
 }
 
 /** The presented token's digest: reused, as judge runs to completion and keeps nothing of it but the id. */
@@ -97,11 +96,11 @@ const DIGEST = Buffer.alloc(32);
  * Step 3 and the answers table: only the governing scopes' tokens grant. The token's records are walked
  * per governing scope, in order (a digest has one record per scope holding it, usually just one).
  */
-function judge(index: AccessIndex, area: Area, segments: readonly string[], scopes: readonly IndexedScope[], credential: Credential, nowMs: number): Decision {
+function judge(index: AccessIndex, area: Area, path: string, scopes: readonly IndexedScope[], credential: Credential, nowMs: number): Decision {
   const governing = scopes.map((s) => s.scope);
-  if (credential.kind === 'none') return { outcome: 'no-token', area, governing, segments };
+  if (credential.kind === 'none') return { outcome: 'no-token', area, governing, path };
   if (credential.kind === 'malformed' || !isPlausibleToken(credential.token)) {
-    return { outcome: 'invalid-token', area, governing, segments, why: 'malformed' };
+    return { outcome: 'invalid-token', area, governing, path, why: 'malformed' };
   }
   const digest = hashTokenDigestInto(credential.token, DIGEST);
   const table = index.tokens;
@@ -111,18 +110,18 @@ function judge(index: AccessIndex, area: Area, segments: readonly string[], scop
       if (table.ownerAt(slot) !== entry) continue;
       const expiresAt = table.expiresAt(slot);
       if (expiresAt > nowMs) {
-        return { outcome: 'granted', area, governing, segments, scope: entry.scope, tokenId: tokenIdOfDigest(digest), source: credential.source, expiresAt };
+        return { outcome: 'granted', area, governing, path, scope: entry.scope, tokenId: tokenIdOfDigest(digest), source: credential.source, expiresAt };
       }
       expired = true;
       break;
     }
   }
-  if (expired) return { outcome: 'invalid-token', area, governing, segments, why: 'expired', tokenId: tokenIdOfDigest(digest) };
+  if (expired) return { outcome: 'invalid-token', area, governing, path, why: 'expired', tokenId: tokenIdOfDigest(digest) };
   // Held unexpired by another scope: "insufficient scope" rather than "unknown".
   for (let slot = table.first(digest); slot >= 0; slot = table.next(digest, slot)) {
-    if (table.expiresAt(slot) > nowMs) return { outcome: 'insufficient-scope', area, governing, segments, tokenId: tokenIdOfDigest(digest) };
+    if (table.expiresAt(slot) > nowMs) return { outcome: 'insufficient-scope', area, governing, path, tokenId: tokenIdOfDigest(digest) };
   }
-  return { outcome: 'invalid-token', area, governing, segments, why: 'unknown' };
+  return { outcome: 'invalid-token', area, governing, path, why: 'unknown' };
 }
 
 function startsWith(segments: readonly string[], prefix: readonly string[]): boolean {

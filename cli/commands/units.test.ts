@@ -93,10 +93,10 @@ describe('show: merging objects of one scope', () => {
 
 describe('has-access-topic wording', () => {
   it('no token at all (not reachable from the CLI, which requires one) still reads well', () => {
-    expect(explain(topic, { outcome: 'no-token', area: 'other', segments: [], governing: [{ kind: 'topic', value: 'a' }] }).reason).toBe('topic:a.b is closed (governed by topic:a) and no token was given');
+    expect(explain(topic, { outcome: 'no-token', area: 'other', path: '', governing: [{ kind: 'topic', value: 'a' }] }).reason).toBe('topic:a.b is closed (governed by topic:a) and no token was given');
   });
   it('two kinds governing at once are named together', () => {
-    const answer = explain(topic, { outcome: 'insufficient-scope', area: 'other', segments: [], governing: [topic, { kind: 'dataset', value: 'urn:x' }], tokenId: '0123456789ab' });
+    const answer = explain(topic, { outcome: 'insufficient-scope', area: 'other', path: '', governing: [topic, { kind: 'dataset', value: 'urn:x' }], tokenId: '0123456789ab' });
     expect(answer.reason).toBe('token 0123456789ab belongs to another scope; topic:a.b is closed (governed by topic:a.b and dataset:urn:x) and only their tokens grant access');
   });
 });
