@@ -3,13 +3,16 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import {
   compileSnapshot,
+  compileSnapshotSteps,
   generationOf,
   groupByScope,
   parseScopeLine,
   parseSnapshotFile,
   parseSnapshotIndex,
+  parseSnapshotHeader,
   serializeSnapshot,
   shardSnapshot,
+  snapshotFileVerifier,
   snapshotHeader,
   verifyAssembled,
   verifyShard,
@@ -49,6 +52,25 @@ const objectArb = fc
   .map(([scope, tokens]) => obj(scope, tokens.map(([h, e]) => rec(h, e))));
 const objectsArb = fc.array(objectArb, { maxLength: 10 });
 const snapshotArb = objectsArb.map(compileSnapshot);
+
+describe('compileSnapshotSteps', () => {
+  it('property: pauses every `every` steps and returns exactly what compileSnapshot gives', () => {
+    fc.assert(
+      fc.property(objectsArb, fc.integer({ min: 1, max: 5 }), (objects, every) => {
+        const steps = compileSnapshotSteps(objects, every);
+        let pauses = 0;
+        let step = steps.next();
+        for (; !step.done; step = steps.next()) pauses++;
+        const expected = compileSnapshot(objects);
+        expect(step.value).toEqual(expected);
+        expect(step.value.generation).toBe(generationOf(expected.lines));
+        // One step per scope merged (groups of objects) and one per line written.
+        const work = groupByScope(objects).size + expected.scopeCount;
+        expect(pauses).toBe(Math.floor(work / every));
+      }),
+    );
+  });
+});
 
 describe('compileSnapshot: canonical lines', () => {
   it('one JSON line per closed scope, with kind, value and tokens in a fixed key order', () => {
@@ -250,6 +272,126 @@ describe('single-file form', () => {
     const header = { apiVersion: API_GROUP_VERSION, kind: 'Snapshot', generation: generationOf(lines), scopes: 1, tokens: 0 };
     const parsed = parseSnapshotFile(`${JSON.stringify(header)}\n${lines[0]}\n`);
     expect(parsed.ok && buildIndex(parsed.value.header.generation, parsed.value.lines).ok).toBe(false);
+  });
+});
+
+describe('SnapshotFileVerifier: the single-file form verified from bytes fed in chunks', () => {
+  const enc = (t: string) => new Uint8Array(Buffer.from(t, 'utf8'));
+  /** Feeds the bytes in chunks of the given sizes (cycled), as a caller yielding between chunks would. */
+  const verify = (bytes: Uint8Array, sizes: readonly number[] = [bytes.length]) => {
+    const v = snapshotFileVerifier();
+    for (let at = 0, i = 0; at < bytes.length; i++) {
+      const n = Math.max(1, sizes[i % sizes.length]!);
+      v.update(bytes.subarray(at, at + n));
+      at += n;
+    }
+    return v.finish();
+  };
+  const headerFor = (lines: readonly string[], over: Record<string, unknown> = {}) =>
+    JSON.stringify({ apiVersion: API_GROUP_VERSION, kind: 'Snapshot', generation: generationOf(lines), scopes: lines.length, tokens: 0, ...over });
+  const fileOf = (lines: readonly string[], header = headerFor(lines)) => `${header}\n${lines.map((l) => `${l}\n`).join('')}`;
+  /** Any line (no newline), multi-byte characters of every length included. */
+  const lineArb = fc.string({ unit: 'binary', maxLength: 40 }).map((l) => l.replaceAll('\n', ''));
+  const linesArb = fc.array(lineArb, { maxLength: 8 });
+  const sizesArb = fc.array(fc.integer({ min: 1, max: 48 }), { minLength: 1, maxLength: 6 });
+  // 2-, 3- and 4-byte characters, and a BOM at the start of a line (kept, as Buffer#toString keeps it).
+  const multibyte = ['{"v":"é"}', '\uFEFF{"v":"✓"}', 'ça ✓ 𝄞 日本', '', '𝄞𝄞𝄞'];
+
+  it('property: over any chunking, a serialized snapshot verifies to what parseSnapshotFile gives', () => {
+    fc.assert(
+      fc.property(snapshotArb, sizesArb, (s, sizes) => {
+        const text = serializeSnapshot(s);
+        expect(verify(enc(text), sizes)).toEqual(parseSnapshotFile(text));
+        expect(verify(enc(text), sizes)).toEqual({ ok: true, value: { header: snapshotHeader(s), lines: [...s.lines] } });
+      }),
+    );
+  });
+  it('property: any lines verify against generationOf, over any chunking', () => {
+    fc.assert(
+      fc.property(linesArb, sizesArb, (lines, sizes) => {
+        const r = verify(enc(fileOf(lines)), sizes);
+        expect(r.ok && r.value.lines).toEqual(lines);
+        expect(r.ok && r.value.header.generation).toBe(generationOf(lines));
+      }),
+    );
+  });
+  it('property: same verdict and message as parseSnapshotFile on any text: truncated, one character changed, or a header that lies', () => {
+    const mutationArb = fc.oneof(
+      fc.constant({ op: 'none' as const }),
+      fc.record({ op: fc.constant('truncate' as const), at: fc.nat() }),
+      fc.record({ op: fc.constant('replace' as const), at: fc.nat(), c: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }) }),
+      fc.record({ op: fc.constant('lie' as const), scopes: fc.integer({ min: -1, max: 10 }), generation: fc.constantFrom(undefined, sha256(''), 'x') }),
+    );
+    fc.assert(
+      fc.property(linesArb, mutationArb, sizesArb, (lines, m, sizes) => {
+        let text = fileOf(lines);
+        // By code point, so a change never leaves half a surrogate pair (a decoded file never has one).
+        const chars = Array.from(text);
+        if (m.op === 'truncate') text = chars.slice(0, m.at % (chars.length + 1)).join('');
+        if (m.op === 'replace') text = [...chars.slice(0, m.at % chars.length), m.c, ...chars.slice((m.at % chars.length) + 1)].join('');
+        if (m.op === 'lie') text = fileOf(lines, headerFor(lines, { scopes: m.scopes, ...(m.generation === undefined ? {} : { generation: m.generation }) }));
+        expect(verify(enc(text), sizes)).toEqual(parseSnapshotFile(text));
+      }),
+      { numRuns: 500 },
+    );
+  });
+  it('multi-byte characters split at every byte boundary, and one byte at a time', () => {
+    const bytes = enc(fileOf(multibyte));
+    const expected = { ok: true, value: { header: JSON.parse(headerFor(multibyte)), lines: multibyte } };
+    expect(verify(bytes, [1])).toEqual(expected);
+    for (let k = 1; k < bytes.length; k++) expect(verify(bytes, [k, bytes.length])).toEqual(expected);
+    for (let k = 1; k < 12; k++) expect(verify(bytes, [k])).toEqual(expected);
+  });
+  it('refuses every truncation of the bytes, a multi-byte character cut in half included', () => {
+    const bytes = enc(fileOf(multibyte));
+    for (let n = 0; n < bytes.length; n++) {
+      for (const sizes of [[n || 1], [3], [1]]) expect(verify(bytes.subarray(0, n), sizes).ok).toBe(false);
+    }
+    // Cut right after a line's newline: the count gives it away; cut elsewhere: the missing final newline.
+    const lastLine = bytes.length - enc(`${multibyte.at(-1)}\n`).length;
+    expect(verify(bytes.subarray(0, lastLine))).toEqual({ ok: false, error: `the header announces 5 scopes but the file has 4 (truncated?)` });
+    expect(verify(bytes.subarray(0, bytes.length - 2))).toEqual({ ok: false, error: 'the snapshot file does not end with a newline (truncated?)' });
+    expect(verify(new Uint8Array(0))).toEqual({ ok: false, error: 'empty snapshot file' });
+  });
+  it('refuses a wrong generation and a missing trailing newline, with parseSnapshotFile\'s messages', () => {
+    const wrong = fileOf(multibyte, headerFor(multibyte, { generation: generationOf(multibyte.slice(1)) }));
+    expect(verify(enc(wrong), [7])).toEqual({ ok: false, error: 'the content does not match the header generation (corrupt or half-written)' });
+    const unterminated = fileOf(multibyte).slice(0, -1);
+    expect(verify(enc(unterminated), [7])).toEqual({ ok: false, error: 'the snapshot file does not end with a newline (truncated?)' });
+    expect(verify(enc(`${headerFor([])}`))).toEqual(parseSnapshotFile(headerFor([])));
+    expect(verify(enc('\n'))).toEqual({ ok: false, error: 'line 1: the snapshot header is not JSON' });
+  });
+  it('refuses bytes that are not UTF-8, naming the line, even when the generation was computed over those very bytes', () => {
+    const lines = ['{"a":1}', '{"b":2}', '{"c":"é"}', '{"d":4}'];
+    const bad = [[0xff], [0xc0, 0xaf] /* overlong "/" */, [0xed, 0xa0, 0x80] /* a surrogate */, [0xc3] /* é cut short */];
+    for (const seq of bad) {
+      const body = Buffer.concat([enc(`${lines[0]}\n${lines[1]}\n{"c":"`), Uint8Array.from(seq), enc(`"}\n${lines[3]}\n`)]);
+      const header = headerFor(lines, { generation: createHash('sha256').update(body).digest('hex') });
+      const bytes = Buffer.concat([enc(`${header}\n`), body]);
+      for (const sizes of [[bytes.length], [1], [5], [17]]) expect(verify(bytes, sizes)).toEqual({ ok: false, error: 'line 4: not valid UTF-8' });
+      // A truncation or a count mismatch is still reported first, as parseSnapshotFile orders them.
+      expect(verify(bytes.subarray(0, -1))).toEqual({ ok: false, error: 'the snapshot file does not end with a newline (truncated?)' });
+    }
+    const header = Buffer.concat([enc('{"apiVersion":"'), Uint8Array.from([0xff]), enc(`"}\n`)]);
+    expect(verify(header, [3])).toEqual({ ok: false, error: 'line 1: the snapshot header is not valid UTF-8' });
+  });
+  it('keeps no reference to the chunks: a caller may reuse one buffer', () => {
+    const bytes = enc(fileOf(multibyte));
+    const scratch = new Uint8Array(5);
+    const v = snapshotFileVerifier();
+    for (let at = 0; at < bytes.length; at += 5) {
+      const chunk = bytes.subarray(at, at + 5);
+      scratch.set(chunk);
+      v.update(scratch.subarray(0, chunk.length));
+      scratch.fill(0x41);
+    }
+    expect(v.finish()).toEqual({ ok: true, value: { header: JSON.parse(headerFor(multibyte)), lines: multibyte } });
+    expect(() => v.update(bytes)).toThrow(/after finish/);
+  });
+  it('parseSnapshotHeader names line 1', () => {
+    expect(parseSnapshotHeader('nope')).toEqual({ ok: false, error: 'line 1: the snapshot header is not JSON' });
+    expect(parseSnapshotHeader('{}')).toEqual({ ok: false, error: `line 1: not a ${API_GROUP_VERSION} Snapshot header` });
+    expect(parseSnapshotHeader(headerFor([]))).toEqual({ ok: true, value: JSON.parse(headerFor([])) });
   });
 });
 

@@ -4,7 +4,7 @@ import { describeError } from '../../k8s/errors.js';
 import type { ListWatchSource } from '../../k8s/informer.js';
 import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot-reader.js';
 import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
-import type { SnapshotSink, SnapshotSource } from './source.js';
+import { SliceClock, type SnapshotSink, type SnapshotSource } from './source.js';
 
 /**
  * `--snapshot-configmap NAME [--namespace NS]`: the snapshot svc-operator writes as ConfigMaps. The index
@@ -113,13 +113,8 @@ export class ConfigMapSource implements SnapshotSource {
    * generation. The caller commits the result once it is in service.
    */
   private async build(snapshot: VerifiedSnapshot): Promise<Result<{ index: AccessIndex; commit: () => void }>> {
-    const sliceMs = this.options.sliceMs ?? 2;
-    let deadline = performance.now() + sliceMs;
-    const tick = async () => {
-      if (performance.now() < deadline) return;
-      await new Promise<void>((r) => setImmediate(r));
-      deadline = performance.now() + sliceMs;
-    };
+    const clock = new SliceClock(this.options.sliceMs);
+    const tick = () => clock.pause();
     const shards: IndexedShard[] = [];
     let lineNo = 0;
     for (const [i, ref] of snapshot.index.shards.entries()) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { compileSnapshot, hashToken, newProtectedScope, tokenIdOf, type ProtectedScope } from '../../core/index.js';
-import { buildIndexInSlices, SerialRunner } from './source.js';
+import { buildIndexInSlices, feedInSlices, runInSlices, SerialRunner, SliceClock } from './source.js';
 
 function snapshot(scopes: number) {
   const objects: ProtectedScope[] = [];
@@ -37,6 +37,81 @@ describe('buildIndexInSlices', () => {
     const s = snapshot(500);
     const built = await buildIndexInSlices(s.lines, s.generation, { maxLines: 16, cancelled: () => true });
     expect(!built.ok && built.error.message).toBe('cancelled');
+  });
+});
+
+describe('feedInSlices', () => {
+  const bytes = Uint8Array.from({ length: 100_000 }, (_, i) => i % 251);
+
+  it('feeds every byte once, in order, in chunks of at most chunkBytes, yielding between slices', async () => {
+    const chunks: Uint8Array[] = [];
+    let ticks = 0;
+    let yielded = 0;
+    const ticker = setInterval(() => ticks++, 0);
+    // A slow consumer (0.3 ms a chunk) against a 0.5 ms budget: a yield every two chunks or so.
+    const fed = await feedInSlices(bytes, (c) => {
+      const until = performance.now() + 0.3;
+      while (performance.now() < until);
+      chunks.push(c.slice());
+      if (ticks > 0) yielded++;
+    }, { chunkBytes: 4096, sliceMs: 0.5 });
+    clearInterval(ticker);
+    expect(fed).toBe(true);
+    expect(chunks.every((c) => c.length <= 4096)).toBe(true);
+    expect(Buffer.concat(chunks).equals(Buffer.from(bytes))).toBe(true);
+    expect(yielded).toBeGreaterThan(0);
+  });
+
+  it('stops when cancelled, and feeds nothing for no bytes', async () => {
+    let chunks = 0;
+    expect(await feedInSlices(bytes, () => chunks++, { chunkBytes: 1000, sliceMs: 0, cancelled: () => true })).toBe(false);
+    expect(chunks).toBe(1);
+    expect(await feedInSlices(new Uint8Array(0), () => chunks++)).toBe(true);
+    expect(chunks).toBe(1);
+  });
+});
+
+describe('runInSlices and SliceClock', () => {
+  function* busySteps(n: number, ms: number): Generator<void, number, void> {
+    for (let i = 0; i < n; i++) {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+      yield;
+    }
+    return n;
+  }
+
+  it('runs a generator to its result, yielding to the event loop when a slice is spent', async () => {
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 0);
+    const r = await runInSlices(busySteps(40, 0.2), { sliceMs: 1 });
+    clearInterval(ticker);
+    expect(r).toEqual({ ok: true, value: 40 });
+    expect(ticks).toBeGreaterThan(0);
+  });
+
+  it('stops when cancelled between slices', async () => {
+    let ran = 0;
+    function* counting(): Generator<void, string, void> {
+      for (;;) {
+        ran++;
+        const until = performance.now() + 0.2;
+        while (performance.now() < until);
+        yield;
+      }
+    }
+    expect(await runInSlices(counting(), { sliceMs: 0.5, cancelled: () => ran > 5 })).toEqual({ ok: false, error: 'cancelled' });
+  });
+
+  it('SliceClock.pause yields only once the budget is spent', async () => {
+    const clock = new SliceClock(1000);
+    let turned = false;
+    setImmediate(() => (turned = true));
+    await clock.pause();
+    expect(turned).toBe(false);
+    const spent = new SliceClock(0);
+    await spent.pause();
+    expect(turned).toBe(true);
   });
 });
 
