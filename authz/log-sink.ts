@@ -115,7 +115,10 @@ export class LogSink {
       if (n > 0) this.queue[0] = this.queue[0]!.subarray(n);
       this.writing = false;
       this.inFlight = 0;
-      if (this.queue.length > 0 || this.used > 0 || this.waiters.length > 0) this.flush();
+      // Full batches that queued up meanwhile go now; a part-filled one waits for the timer (or end()),
+      // or every completed write would start another small one.
+      if (this.waiters.length > 0) this.flush();
+      else this.pump();
     });
   }
 
