@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { decide, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
 import { answerSets, send, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
 import { DecisionLog } from './decision-log.js';
+import type { TokenUsage } from './token-usage.js';
 import type { HeadRequest, HeadResponse } from './http-front.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
 
@@ -18,6 +19,8 @@ export interface AuthContext {
   readonly logger: Logger;
   /** Longest time, in seconds, an nginx decision cache may keep an allow (X-Accel-Expires). */
   readonly cacheMaxAge: number;
+  /** Where grants are counted (logged per window at info; each grant is a debug line). */
+  readonly usage: TokenUsage;
 }
 
 const EXT_AUTHZ = '/authz/ext-authz';
@@ -130,7 +133,7 @@ function keysOf(governing: readonly Scope[]): string {
  * is not an auth endpoint, for Express to handle. Nothing here parses a body or builds a URL object.
  */
 export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: HeadResponse) => boolean {
-  const { access, state, metrics, logger } = ctx;
+  const { access, state, metrics, logger, usage } = ctx;
   const ANSWERS = answerSets(ctx.cacheMaxAge);
   const decisions = new DecisionLog(logger);
 
@@ -139,9 +142,12 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
       case 'open':
         send(res, set.open);
         return 'none';
-      case 'granted':
-        sendGranted(res, set, scopeKey(d.scope), d.tokenId, d.expiresAt, now);
+      case 'granted': {
+        const key = scopeKey(d.scope);
+        sendGranted(res, set, key, d.tokenId, d.expiresAt, now);
+        usage.record(key, d.tokenId, now);
         return d.scope.kind;
+      }
       case 'no-token':
         send(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
         return kindOf(d.governing);
@@ -158,9 +164,10 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
   }
 
   function log(endpoint: EndpointName, method: string | undefined, d: Decision | null, outcome: AnswerOutcome): void {
-    // Governed decisions (and refusals) at info, open ones at debug. Never the raw target or a header:
-    // the target may carry ?token=, so the path is logged normalized and without its query.
-    const level = outcome === 'open' ? 'debug' : 'info';
+    // Refusals at info; open answers and grants at debug (grants are counted for TokenUsage's info lines).
+    // Never the raw target or a header: the target may carry ?token=, so the path is logged normalized and
+    // without its query.
+    const level = outcome === 'open' || outcome === 'granted' ? 'debug' : 'info';
     if (!decisions.enabled(level)) return;
     if (d === null) {
       decisions.write(level, { endpoint, method, outcome });

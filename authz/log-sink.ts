@@ -27,6 +27,8 @@ export class LogSink {
   private writing = false;
   /** How many batches at the head of the queue the writev under way covers. */
   private inFlight = 0;
+  /** Batch buffers written out, for reuse: a fresh 64 KiB buffer per batch costs page faults. */
+  private spare: Buffer[] = [];
   private broken = false;
   private waiters: (() => void)[] = [];
   private readonly timer: NodeJS.Timeout;
@@ -75,7 +77,7 @@ export class LogSink {
   private seal(): void {
     if (this.used === 0) return;
     this.enqueue(this.batch.subarray(0, this.used));
-    this.batch = Buffer.allocUnsafe(this.batchBytes);
+    this.batch = this.spare.pop() ?? Buffer.allocUnsafe(this.batchBytes);
     this.used = 0;
   }
 
@@ -110,7 +112,12 @@ export class LogSink {
       this.queuedBytes -= n;
       // Drop what went out; a partially written batch stays, as its unwritten rest.
       let i = 0;
-      while (i < batches.length && n >= batches[i]!.length) n -= batches[i++]!.length;
+      while (i < batches.length && n >= batches[i]!.length) {
+        const done = batches[i++]!;
+        n -= done.length;
+        // A whole batch buffer (not an oversized line, not the rest of a partial write) can be reused.
+        if (done.byteOffset === 0 && done.buffer.byteLength === this.batchBytes && this.spare.length < 4) this.spare.push(Buffer.from(done.buffer, 0, this.batchBytes));
+      }
       this.queue.splice(0, i);
       if (n > 0) this.queue[0] = this.queue[0]!.subarray(n);
       this.writing = false;

@@ -368,7 +368,9 @@ describe('svc-auth endpoints × answers', () => {
     await new Promise((resolve) => setImmediate(resolve));
     const lines = log.text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     const granted = lines.find((l) => l.outcome === 'granted' && l.tokenSource === 'query' && l.endpoint === 'auth-request' && String(l.path).startsWith('/data/x/'));
-    expect(granted).toMatchObject({ msg: 'decision', level: 'info', endpoint: 'auth-request', method: 'GET', path: '/data/x/origin/a/wis2/mw-met/data/core/y.bufr4', scope: scopeKey(TOPIC), tokenId: idOf(T_TOPIC) });
+    // Grants are debug lines (counted for the "tokens used" info lines); refusals are info lines.
+    expect(granted).toMatchObject({ msg: 'decision', level: 'debug', endpoint: 'auth-request', method: 'GET', path: '/data/x/origin/a/wis2/mw-met/data/core/y.bufr4', scope: scopeKey(TOPIC), tokenId: idOf(T_TOPIC) });
+    expect(lines.some((l) => l.outcome === 'insufficient-scope' && l.level === 'info')).toBe(true);
     expect(lines.some((l) => l.outcome === 'insufficient-scope' && l.tokenId === idOf(T_PROCESSES))).toBe(true);
     expect(lines.some((l) => l.outcome === 'open' && l.level === 'debug')).toBe(true);
     for (const t of ALL_TOKENS) {
@@ -377,6 +379,40 @@ describe('svc-auth endpoints × answers', () => {
     // Booleans, so that a failure cannot print the log (and the token in it).
     expect(log.text.includes('token=')).toBe(false);
     expect(/authorization|bearer |basic /i.test(log.text)).toBe(false);
+  });
+});
+
+describe('svc-auth "tokens used" lines', () => {
+  it('count grants per scope and token id at info, per window and at shutdown, and log no grant line at info', async () => {
+    const log = new Capture();
+    const { logger } = createLogger('info', log);
+    const server = await startServer({
+      listen: { host: '127.0.0.1', port: 0 },
+      metricsListen: { host: '127.0.0.1', port: 0 },
+      access: DEFAULT_CONFIG,
+      source: new StaticSource(fixtureIndex()),
+      logger,
+      usageWindowMs: 0,
+    });
+    await server.firstLoad;
+    for (let i = 0; i < 3; i++) expect((await ask(server.url, 'auth-request', { target: WAF_TOPIC, authorization: bearer(T_TOPIC) })).status).toBe(200);
+    expect((await ask(server.url, 'forward-auth', { target: PROCESS, method: 'POST', authorization: bearer(T_PROCESSES) })).status).toBe(200);
+    expect((await ask(server.url, 'auth-request', { target: WAF_TOPIC, authorization: bearer(T_UNKNOWN) })).status).toBe(401);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log.text.includes('"outcome":"granted"')).toBe(false);
+    await server.shutdown();
+    const lines = log.text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const used = lines.filter((l) => l.msg === 'tokens used').map((l) => [l.level, l.scope, l.tokenId, l.granted]);
+    expect(used.sort()).toEqual(
+      [
+        ['info', scopeKey(TOPIC), idOf(T_TOPIC), 3],
+        ['info', scopeKey(PROCESSES), idOf(T_PROCESSES), 1],
+      ].sort(),
+    );
+    expect(lines.some((l) => l.msg === 'decision' && l.outcome === 'invalid-token' && l.level === 'info')).toBe(true);
+    for (const t of ALL_TOKENS) {
+      if (log.text.includes(t)) throw new Error('a token plaintext appears in the log');
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler, type ServingState } from './auth-endpoints.js';
 import { installFront } from './http-front.js';
+import { TokenUsage } from './token-usage.js';
 import { AuthMetrics } from './metrics.js';
 import type { HostPort } from './options.js';
 import type { LoadedSnapshot, SnapshotSink, SnapshotSource, SourceFailure } from './sources/source.js';
@@ -20,6 +21,8 @@ export interface ServerOptions {
   readonly metrics?: AuthMetrics;
   /** How long SIGTERM waits for in-flight requests before closing what is left. */
   readonly drainTimeoutMs?: number;
+  /** How often grants are summarized in "tokens used" info lines; default a minute, 0: only at shutdown. */
+  readonly usageWindowMs?: number;
 }
 
 export interface RunningServer {
@@ -88,7 +91,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     res.status(404).set('Cache-Control', 'no-store').type('text/plain').send('not found\n');
   });
 
-  const auth = createAuthHandler({ access: options.access, state, metrics, logger, cacheMaxAge: options.cacheMaxAge ?? 30 });
+  const usage = new TokenUsage(logger, options.usageWindowMs ?? 60_000);
+  const auth = createAuthHandler({ access: options.access, state, metrics, logger, usage, cacheMaxAge: options.cacheMaxAge ?? 30 });
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!auth(req, res)) {
       if (state.draining) res.shouldKeepAlive = false;
@@ -168,6 +172,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }, drainTimeoutMs);
       await closed;
       clearTimeout(force);
+      usage.stop();
       await source.stop();
       await new Promise<void>((resolve) => {
         metricsServer.close(() => resolve());
