@@ -1,4 +1,4 @@
-import type { HeadResponse } from './http-front.js';
+import { prepared, type HeadResponse } from './http-front.js';
 
 /**
  * The HTTP answers of ACCESS-RULES.md "Answers", prepared once. Allow is exactly 200 with an empty
@@ -44,9 +44,9 @@ function problem(status: number, title: string, detail: string): Buffer {
 }
 
 function canned(flavour: Flavour, status: number, extra: Headers, title: string, detail: string): Canned {
-  if (flavour === 'nginx') return { status, headers: [CC, NO_STORE, ACCEL, '0', CL, '0', ...extra], body: null };
+  if (flavour === 'nginx') return { status, headers: prepared([CC, NO_STORE, ACCEL, '0', CL, '0', ...extra]), body: null };
   const body = problem(status, title, detail);
-  return { status, headers: [CC, NO_STORE, 'Content-Type', PROBLEM_JSON, CL, String(body.length), ...extra], body };
+  return { status, headers: prepared([CC, NO_STORE, 'Content-Type', PROBLEM_JSON, CL, String(body.length), ...extra]), body };
 }
 
 function answers(flavour: Flavour, cacheMaxAge: number) {
@@ -55,7 +55,7 @@ function answers(flavour: Flavour, cacheMaxAge: number) {
   return {
     flavour,
     cacheMaxAge,
-    open: { status: 200, headers: [CC, NO_STORE, ...allowCache, CL, '0'], body: null } as Canned,
+    open: { status: 200, headers: prepared([CC, NO_STORE, ...allowCache, CL, '0']), body: null } as Canned,
     noTokenWaf: canned(flavour, 401, [WWW, WAF_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     noToken: canned(flavour, 401, [WWW, BEARER_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     invalidToken: canned(flavour, 401, [WWW, INVALID_TOKEN_CHALLENGE], 'Unauthorized', 'The token is unknown, expired or malformed.'),

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { installFront, parseHead, type Front, type HeadRequest, type HeadResponse } from './http-front.js';
+import { installFront, parseHead, prepared, type Front, type HeadRequest, type HeadResponse } from './http-front.js';
 
 // The front against node:http itself: the same raw bytes go to a plain node:http server and to one with the
 // front installed, and whatever the front answers must be what node:http would have parsed.
@@ -239,6 +239,15 @@ describe('the front on a real socket', () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe('prepared answers', () => {
+  it('are checked once, when prepared: an invalid header or a missing Content-Length is refused there', () => {
+    expect(prepared(['Cache-Control', 'no-store', 'Content-Length', '0'])).toEqual(['Cache-Control', 'no-store', 'Content-Length', '0']);
+    expect(() => prepared(['Cache-Control', 'no-store'])).toThrow(/Content-Length/);
+    expect(() => prepared(['X-A', 'a\nb', 'Content-Length', '0'])).toThrow(TypeError);
+    expect(() => prepared(['X A', 'b', 'Content-Length', '0'])).toThrow(TypeError);
   });
 });
 

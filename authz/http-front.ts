@@ -191,10 +191,45 @@ function date(): string {
   return dateLine;
 }
 
+/**
+ * Rendered header lines of header arrays the handler reuses (its prepared answers), by identity: most
+ * answers then cost no validation and no rendering. Header names seen valid once are remembered too.
+ */
+const renderedBlocks = new WeakMap<readonly string[], string>();
+const validNames = new Set<string>();
+
+/** `Name: value\r\n` lines, and whether a Content-Length is among them; throws on an invalid header. */
+function render(headers: readonly string[]): string {
+  const cached = renderedBlocks.get(headers);
+  if (cached !== undefined) return cached;
+  let block = '';
+  let length = false;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
+    if (!validNames.has(name)) {
+      if (!isToken(name)) throw new TypeError(`invalid response header name ${JSON.stringify(name)}`);
+      if (validNames.size < 256) validNames.add(name);
+    }
+    if (!validValue(value)) throw new TypeError(`invalid response header value for ${name}`);
+    block += `${name}: ${value}\r\n`;
+    if (name.length === 14 && named(name, 'content-length')) length = true;
+  }
+  // Keep-alive framing needs a length; the prepared answers carry one, and the front refuses others.
+  if (!length) throw new TypeError('a response without Content-Length');
+  return block;
+}
+
+/** Renders `headers` and remembers the block when the same array will come again (a prepared answer). */
+export function prepared(headers: readonly string[]): readonly string[] {
+  renderedBlocks.set(headers, render(headers));
+  return headers;
+}
+
 class FrontResponse implements HeadResponse {
   headersSent = false;
   private status = 200;
-  private headers: readonly string[] = [];
+  private block = '';
 
   constructor(
     private readonly conn: Connection,
@@ -203,27 +238,15 @@ class FrontResponse implements HeadResponse {
 
   writeHead(status: number, headers: string[]): this {
     if (this.headersSent) throw new Error('writeHead called twice');
-    for (let i = 0; i < headers.length; i += 2) {
-      if (!isToken(headers[i]!) || !validValue(headers[i + 1]!)) throw new TypeError(`invalid response header ${JSON.stringify(headers[i])}`);
-    }
+    this.block = render(headers);
     this.status = status;
-    this.headers = headers;
     this.headersSent = true;
     return this;
   }
 
   end(body?: Buffer): this {
-    if (!this.headersSent) this.writeHead(200, []);
-    let out = `HTTP/1.1 ${this.status} ${STATUS_CODES[this.status] ?? 'Unknown'}\r\n`;
-    let length = false;
-    const h = this.headers;
-    for (let i = 0; i < h.length; i += 2) {
-      out += `${h[i]}: ${h[i + 1]}\r\n`;
-      if (h[i]!.length === 14 && named(h[i]!, 'content-length')) length = true;
-    }
-    // Keep-alive framing needs a length; the canned answers carry one, anything else gets it here.
-    if (!length) out += `Content-Length: ${body?.length ?? 0}\r\n`;
-    out += date();
+    if (!this.headersSent) this.writeHead(200, ['Content-Length', String(body?.length ?? 0)]);
+    let out = `HTTP/1.1 ${this.status} ${STATUS_CODES[this.status] ?? 'Unknown'}\r\n${this.block}${date()}`;
     out += this.shouldKeepAlive ? this.conn.keepAliveLine : 'Connection: close\r\n';
     out += '\r\n';
     if (body !== undefined && body.length > 0) out += body.toString('latin1');
