@@ -9,7 +9,8 @@
 //
 // Environment: BENCH_DURATION (seconds per measured run, default 4), BENCH_ROUNDS (default 3),
 // BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null),
-// BENCH_AUTH_DIST (1: run dist/authz/main.js, 0: the sources through tsx; default: dist/ when it is current).
+// BENCH_AUTH_DIST (1: run dist/authz/main.js, 0: the sources through tsx; default: dist/ when it is current),
+// BENCH_AUTH_NODE_FLAGS (node options for svc-auth; default: those of its bin's shebang, as deployed).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -146,6 +147,12 @@ function builtIsCurrent(): { current: boolean; why: string } {
   } catch {
     return { current: false, why: 'no dist/ build' };
   }
+}
+
+/** The node options svc-auth's bin runs with (its `#!/usr/bin/env -S node ...` line), so it is benched as deployed. */
+function deployedNodeFlags(): string {
+  const first = readFileSync(join(ROOT, 'authz/main.ts'), 'utf8').split('\n', 1)[0]!;
+  return /^#!\/usr\/bin\/env -S node (.*)$/.exec(first)?.[1] ?? '';
 }
 
 const children: ChildProcess[] = [];
@@ -293,6 +300,7 @@ async function main(): Promise<void> {
   console.log(useDist ? '  svc-auth: node dist/authz/main.js (the build, as deployed)' : `  svc-auth: node --import tsx authz/main.ts (${build.why}; run "npm run build" to bench the build, which is faster)`);
   const spawnedAt = performance.now();
   const auth = spawnPinned([
+    ...(process.env.BENCH_AUTH_NODE_FLAGS ?? deployedNodeFlags()).split(' ').filter(Boolean),
     ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts']),
     '--snapshot-file', layout.file,
     '--listen', `127.0.0.1:${authPort}`,
