@@ -3,7 +3,7 @@ import { decide, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, typ
 import { answerSets, send, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
 import { DecisionLog } from './decision-log.js';
 import type { TokenUsage } from './token-usage.js';
-import type { HeadRequest, HeadResponse } from './http-front.js';
+import { isToken, named, type HeadRequest, type HeadResponse } from './http-front.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
 
 /** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
@@ -24,8 +24,6 @@ export interface AuthContext {
 }
 
 const EXT_AUTHZ = '/authz/ext-authz';
-/** RFC 9110 token: what an HTTP method may be. */
-const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const QUESTION_MARK = 0x3f;
 const SLASH = 0x2f;
 
@@ -45,17 +43,6 @@ interface Original {
 const REPEATED = Symbol('repeated');
 type Found = string | undefined | typeof REPEATED;
 
-/** ASCII case-insensitive equality of a header name with a lowercase name of the same length. */
-function sameName(name: string, lower: string): boolean {
-  if (name.length !== lower.length) return false;
-  for (let i = 0; i < lower.length; i++) {
-    let c = name.charCodeAt(i);
-    if (c >= 0x41 && c <= 0x5a) c += 0x20;
-    if (c !== lower.charCodeAt(i)) return false;
-  }
-  return true;
-}
-
 /**
  * Reads the wanted headers straight from rawHeaders in one pass, without materializing req.headers
  * (which lowercases and copies every header of the request). An empty value counts as absent; a header
@@ -67,7 +54,7 @@ function pick(raw: readonly string[], names: readonly string[], out: Found[]): v
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!;
     for (let j = 0; j < names.length; j++) {
-      if (sameName(name, names[j]!)) {
+      if (named(name, names[j]!)) {
         const value = raw[i + 1]!;
         if (out[j] !== undefined) out[j] = REPEATED;
         else if (value.length > 0) out[j] = value;
@@ -241,7 +228,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
         const now = Date.now();
         if (ambiguous !== undefined) decision = { outcome: 'malformed', reason: `${ambiguous} was sent more than once` };
         else if (target === undefined) decision = { outcome: 'malformed', reason: 'no original request target' };
-        else if (method === undefined || !METHOD.test(method)) decision = { outcome: 'malformed', reason: 'no valid original method' };
+        else if (method === undefined || !isToken(method)) decision = { outcome: 'malformed', reason: 'no valid original method' };
         else decision = decide(index, access, { method, target, authorization }, now);
         outcome = decision.outcome;
         kind = answer(res, set, decision, now);

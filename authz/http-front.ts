@@ -61,14 +61,15 @@ const HTTP_1_1 = 'HTTP/1.1';
 const TCHAR = new Uint8Array(256);
 for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TCHAR[c.charCodeAt(0)] = 1;
 
-function isToken(s: string): boolean {
+/** An RFC 9110 token: what a header name or an HTTP method may be. */
+export function isToken(s: string): boolean {
   if (s.length === 0) return false;
   for (let i = 0; i < s.length; i++) if (TCHAR[s.charCodeAt(i)] !== 1) return false;
   return true;
 }
 
-/** ASCII case-insensitive equality with a lowercase name. */
-function named(name: string, lower: string): boolean {
+/** ASCII case-insensitive equality of a header name with a lowercase name, without lowercasing a copy. */
+export function named(name: string, lower: string): boolean {
   if (name.length !== lower.length) return false;
   for (let i = 0; i < lower.length; i++) {
     let c = name.charCodeAt(i);
@@ -292,7 +293,6 @@ class Connection {
 
   /** Closes after the current answer (if a request is half received) or now. */
   drain(): void {
-    this.front.draining = true;
     if (this.idle) this.socket.destroy();
   }
 
