@@ -1,4 +1,4 @@
-import { prepared, type HeadResponse } from './http-front.js';
+import { PreparedAnswer, sendAnswer, type HeadResponse } from './http-front.js';
 
 /**
  * The HTTP answers of ACCESS-RULES.md "Answers", prepared once. Allow is exactly 200 with an empty
@@ -33,20 +33,45 @@ export const insufficientScopeChallenge = (scopes: string): string => `Bearer re
 
 export const PROBLEM_JSON = 'application/problem+json';
 
-interface Canned {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly body: Buffer | null;
-}
-
 function problem(status: number, title: string, detail: string): Buffer {
   return Buffer.from(JSON.stringify({ type: 'about:blank', title, status, detail }));
 }
 
-function canned(flavour: Flavour, status: number, extra: Headers, title: string, detail: string): Canned {
-  if (flavour === 'nginx') return { status, headers: prepared([CC, NO_STORE, ACCEL, '0', CL, '0', ...extra]), body: null };
+function canned(flavour: Flavour, status: number, extra: Headers, title: string, detail: string): PreparedAnswer {
+  if (flavour === 'nginx') return new PreparedAnswer(status, [CC, NO_STORE, ACCEL, '0', CL, '0', ...extra]);
   const body = problem(status, title, detail);
-  return { status, headers: prepared([CC, NO_STORE, 'Content-Type', PROBLEM_JSON, CL, String(body.length), ...extra]), body };
+  return new PreparedAnswer(status, [CC, NO_STORE, 'Content-Type', PROBLEM_JSON, CL, String(body.length), ...extra], body);
+}
+
+/** Granted answers kept at most (a few hundred bytes each); beyond it the cache starts over. */
+const MAX_GRANTED_ANSWERS = 4096;
+
+/**
+ * Granted answers name the scope and the token id, so they cannot be prepared up front like the others.
+ * They are prepared on first use and kept by token id, since the same tokens come back request after
+ * request. Only the rendered answer is kept, never a decision: every request is still decided in full,
+ * and an entry is used only for the same scope and the same X-Accel-Expires.
+ */
+class GrantedAnswers {
+  private readonly byTokenId = new Map<string, { readonly scope: string; readonly accel: number; readonly answer: PreparedAnswer }>();
+
+  constructor(
+    private readonly flavour: Flavour,
+    private readonly cacheMaxAge: number,
+  ) {}
+
+  answer(scope: string, tokenId: string, expiresAtMs: number, nowMs: number): PreparedAnswer {
+    // An allow is cached by nginx for at most cacheMaxAge, and never beyond the token's expiry.
+    const accel = this.flavour === 'nginx' ? Math.min(this.cacheMaxAge, Math.max(0, Math.floor((expiresAtMs - nowMs) / 1000))) : -1;
+    const kept = this.byTokenId.get(tokenId);
+    if (kept !== undefined && kept.scope === scope && kept.accel === accel) return kept.answer;
+    const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Token-Id', tokenId];
+    if (accel >= 0) headers.push(ACCEL, String(accel));
+    const answer = new PreparedAnswer(200, headers);
+    if (this.byTokenId.size >= MAX_GRANTED_ANSWERS) this.byTokenId.clear();
+    this.byTokenId.set(tokenId, { scope, accel, answer });
+    return answer;
+  }
 }
 
 function answers(flavour: Flavour, cacheMaxAge: number) {
@@ -54,8 +79,8 @@ function answers(flavour: Flavour, cacheMaxAge: number) {
   const allowCache: Headers = nginx ? [ACCEL, String(cacheMaxAge)] : [];
   return {
     flavour,
-    cacheMaxAge,
-    open: { status: 200, headers: prepared([CC, NO_STORE, ...allowCache, CL, '0']), body: null } as Canned,
+    open: new PreparedAnswer(200, [CC, NO_STORE, ...allowCache, CL, '0']),
+    granted: new GrantedAnswers(flavour, cacheMaxAge),
     noTokenWaf: canned(flavour, 401, [WWW, WAF_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     noToken: canned(flavour, 401, [WWW, BEARER_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     invalidToken: canned(flavour, 401, [WWW, INVALID_TOKEN_CHALLENGE], 'Unauthorized', 'The token is unknown, expired or malformed.'),
@@ -72,20 +97,12 @@ export function answerSets(cacheMaxAge: number): Readonly<Record<Flavour, Answer
   return { nginx: answers('nginx', cacheMaxAge), proxy: answers('proxy', cacheMaxAge) };
 }
 
-export function send(res: HeadResponse, a: Canned): void {
-  res.writeHead(a.status, a.headers as string[]);
-  if (a.body === null) res.end();
-  else res.end(a.body);
+export function send(res: HeadResponse, a: PreparedAnswer): void {
+  sendAnswer(res, a);
 }
 
 export function sendGranted(res: HeadResponse, set: AnswerSet, scope: string, tokenId: string, expiresAtMs: number, nowMs: number): void {
-  const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Token-Id', tokenId];
-  if (set.flavour === 'nginx') {
-    const left = Math.max(0, Math.floor((expiresAtMs - nowMs) / 1000));
-    headers.push(ACCEL, String(Math.min(set.cacheMaxAge, left)));
-  }
-  res.writeHead(200, headers);
-  res.end();
+  sendAnswer(res, set.granted.answer(scope, tokenId, expiresAtMs, nowMs));
 }
 
 export function sendInsufficientScope(res: HeadResponse, set: AnswerSet, scopes: string): void {

@@ -129,12 +129,10 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
       case 'open':
         send(res, set.open);
         return 'none';
-      case 'granted': {
-        const key = scopeKey(d.scope);
-        sendGranted(res, set, key, d.tokenId, d.expiresAt, now);
-        usage.record(key, d.tokenId, now);
+      case 'granted':
+        sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, now);
+        usage.record(d.scopeKey, d.tokenId, now);
         return d.scope.kind;
-      }
       case 'no-token':
         send(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
         return kindOf(d.governing);
@@ -165,7 +163,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
         decisions.write(level, { endpoint, method, outcome, path: d.path });
         break;
       case 'granted':
-        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: scopeKey(d.scope), tokenId: d.tokenId, tokenSource: d.source });
+        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.source });
         break;
       case 'insufficient-scope':
         decisions.write(level, { endpoint, method, outcome, path: d.path, scope: keysOf(d.governing), tokenId: d.tokenId });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { installFront, parseHead, prepared, type Front, type HeadRequest, type HeadResponse } from './http-front.js';
+import { installFront, parseHead, PreparedAnswer, type Front, type HeadRequest, type HeadResponse } from './http-front.js';
 
 // The front against node:http itself: the same raw bytes go to a plain node:http server and to one with the
 // front installed, and whatever the front answers must be what node:http would have parsed.
@@ -243,11 +243,23 @@ describe('the front on a real socket', () => {
 });
 
 describe('prepared answers', () => {
-  it('are checked once, when prepared: an invalid header or a missing Content-Length is refused there', () => {
-    expect(prepared(['Cache-Control', 'no-store', 'Content-Length', '0'])).toEqual(['Cache-Control', 'no-store', 'Content-Length', '0']);
-    expect(() => prepared(['Cache-Control', 'no-store'])).toThrow(/Content-Length/);
-    expect(() => prepared(['X-A', 'a\nb', 'Content-Length', '0'])).toThrow(TypeError);
-    expect(() => prepared(['X A', 'b', 'Content-Length', '0'])).toThrow(TypeError);
+  it('are checked once, when prepared: an invalid header, a missing or wrong Content-Length is refused there', () => {
+    expect(new PreparedAnswer(200, ['Cache-Control', 'no-store', 'Content-Length', '0']).headers).toEqual(['Cache-Control', 'no-store', 'Content-Length', '0']);
+    expect(() => new PreparedAnswer(200, ['Cache-Control', 'no-store'])).toThrow(/Content-Length/);
+    expect(() => new PreparedAnswer(200, ['Content-Length', '1'])).toThrow(/Content-Length 1 for a body of 0 bytes/);
+    expect(() => new PreparedAnswer(200, ['Content-Length', '0'], Buffer.from('ab'))).toThrow(/Content-Length 0 for a body of 2 bytes/);
+    expect(() => new PreparedAnswer(200, ['X-A', 'a\nb', 'Content-Length', '0'])).toThrow(TypeError);
+    expect(() => new PreparedAnswer(200, ['X A', 'b', 'Content-Length', '0'])).toThrow(TypeError);
+  });
+
+  it('are written whole: status line, headers, Date, the Connection line asked for, and the body', () => {
+    const a = new PreparedAnswer(401, ['WWW-Authenticate', 'Bearer', 'content-length', '2'], Buffer.from('{}'));
+    const keep = 'Connection: keep-alive\r\nKeep-Alive: timeout=5\r\n';
+    const text = a.text(true, keep);
+    expect(text).toMatch(/^HTTP\/1\.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\ncontent-length: 2\r\nDate: [^\r]+ GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n\{\}$/);
+    expect(a.text(false, keep)).toMatch(/\r\nConnection: close\r\n\r\n\{\}$/);
+    // Another front's keep-alive line is not served from the first one's text.
+    expect(a.text(true, 'Connection: keep-alive\r\nKeep-Alive: timeout=9\r\n')).toContain('timeout=9');
   });
 });
 

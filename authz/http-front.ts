@@ -192,26 +192,14 @@ function date(): string {
   return dateLine;
 }
 
-/**
- * Rendered header lines of header arrays the handler reuses (its prepared answers), by identity: most
- * answers then cost no validation and no rendering. Header names seen valid once are remembered too.
- */
-const renderedBlocks = new WeakMap<readonly string[], string>();
-const validNames = new Set<string>();
-
-/** `Name: value\r\n` lines, and whether a Content-Length is among them; throws on an invalid header. */
+/** `Name: value\r\n` lines; throws on an invalid header or when no Content-Length is among them. */
 function render(headers: readonly string[]): string {
-  const cached = renderedBlocks.get(headers);
-  if (cached !== undefined) return cached;
   let block = '';
   let length = false;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
     const value = headers[i + 1]!;
-    if (!validNames.has(name)) {
-      if (!isToken(name)) throw new TypeError(`invalid response header name ${JSON.stringify(name)}`);
-      if (validNames.size < 256) validNames.add(name);
-    }
+    if (!isToken(name)) throw new TypeError(`invalid response header name ${JSON.stringify(name)}`);
     if (!validValue(value)) throw new TypeError(`invalid response header value for ${name}`);
     block += `${name}: ${value}\r\n`;
     if (name.length === 14 && named(name, 'content-length')) length = true;
@@ -221,10 +209,60 @@ function render(headers: readonly string[]): string {
   return block;
 }
 
-/** Renders `headers` and remembers the block when the same array will come again (a prepared answer). */
-export function prepared(headers: readonly string[]): readonly string[] {
-  renderedBlocks.set(headers, render(headers));
-  return headers;
+function statusLine(status: number): string {
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
+}
+
+/**
+ * An answer rendered and checked once: status, headers and body. The front writes it as one string that it
+ * keeps per second (the Date line) and per Connection line, so a prepared answer costs the front no
+ * rendering, no checking and no string building; node:http gets `status`, `headers` and `body` as usual.
+ */
+export class PreparedAnswer {
+  /** Status line and header lines, without Date and Connection. */
+  private readonly head: string;
+  /** The blank line and the body. */
+  private readonly tail: string;
+  private date = '';
+  private keepAliveLine = '';
+  private keepAliveText = '';
+  private closeText = '';
+
+  constructor(
+    readonly status: number,
+    readonly headers: readonly string[],
+    readonly body: Buffer | null = null,
+  ) {
+    const block = render(headers);
+    const length = /(?:^|\r\n)content-length: ([^\r]*)\r\n/i.exec(block)?.[1];
+    if (length !== String(body?.length ?? 0)) throw new TypeError(`Content-Length ${length} for a body of ${body?.length ?? 0} bytes`);
+    this.head = `${statusLine(status)}${block}`;
+    this.tail = `\r\n${body === null ? '' : body.toString('latin1')}`;
+  }
+
+  /** The whole answer as written on a connection; `keepAliveLine` is the front's (it carries the timeout). */
+  text(keepAlive: boolean, keepAliveLine: string): string {
+    const d = date();
+    if (d !== this.date || keepAliveLine !== this.keepAliveLine) {
+      this.date = d;
+      this.keepAliveLine = keepAliveLine;
+      this.keepAliveText = '';
+      this.closeText = '';
+    }
+    if (keepAlive) return (this.keepAliveText ||= `${this.head}${d}${keepAliveLine}${this.tail}`);
+    return (this.closeText ||= `${this.head}${d}Connection: close\r\n${this.tail}`);
+  }
+}
+
+/** Writes a prepared answer: the front's cached text, or node:http's writeHead and end. */
+export function sendAnswer(res: HeadResponse, answer: PreparedAnswer): void {
+  if (res instanceof FrontResponse) {
+    res.sendPrepared(answer);
+    return;
+  }
+  res.writeHead(answer.status, answer.headers as string[]);
+  if (answer.body === null) res.end();
+  else res.end(answer.body);
 }
 
 class FrontResponse implements HeadResponse {
@@ -247,12 +285,18 @@ class FrontResponse implements HeadResponse {
 
   end(body?: Buffer): this {
     if (!this.headersSent) this.writeHead(200, ['Content-Length', String(body?.length ?? 0)]);
-    let out = `HTTP/1.1 ${this.status} ${STATUS_CODES[this.status] ?? 'Unknown'}\r\n${this.block}${date()}`;
+    let out = `${statusLine(this.status)}${this.block}${date()}`;
     out += this.shouldKeepAlive ? this.conn.keepAliveLine : 'Connection: close\r\n';
     out += '\r\n';
     if (body !== undefined && body.length > 0) out += body.toString('latin1');
     this.conn.send(out, !this.shouldKeepAlive);
     return this;
+  }
+
+  sendPrepared(answer: PreparedAnswer): void {
+    if (this.headersSent) throw new Error('an answer was already sent');
+    this.headersSent = true;
+    this.conn.send(answer.text(this.shouldKeepAlive, this.conn.keepAliveLine), !this.shouldKeepAlive);
   }
 
   destroy(): this {

@@ -432,6 +432,7 @@ describe('answers', () => {
       path: pathOf(OBS_FILE),
       governing: [OBS],
       scope: OBS,
+      scopeKey: scopeKey(OBS),
       tokenId: idOf(T.obs),
       source: 'bearer',
       expiresAt: Infinity,

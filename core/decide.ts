@@ -42,6 +42,8 @@ export type Decision =
   | (Governed & {
       readonly outcome: 'granted';
       readonly scope: Scope;
+      /** scopeKey(scope), computed once when the index was built. */
+      readonly scopeKey: string;
       readonly tokenId: string;
       readonly source: TokenSource;
       /** When the deciding token expires (ms since epoch; Infinity when never): bounds how long a proxy may cache the allow. */
@@ -113,7 +115,7 @@ function judge(index: AccessIndex, area: Area, path: string, scopes: readonly In
       if (table.ownerAt(slot) !== entry) continue;
       const expiresAt = table.expiresAt(slot);
       if (expiresAt > nowMs) {
-        return { outcome: 'granted', area, governing, path, scope: entry.scope, tokenId: tokenIdOfDigest(digest), source: credential.source, expiresAt };
+        return { outcome: 'granted', area, governing, path, scope: entry.scope, scopeKey: entry.key, tokenId: tokenIdOfDigest(digest), source: credential.source, expiresAt };
       }
       expired = true;
       break;

@@ -1,0 +1,42 @@
+import { describe, expect, it } from '@jest/globals';
+import { answerSets } from './answers.js';
+
+const header = (headers: readonly string[], name: string) => headers[headers.indexOf(name) + 1];
+
+describe('granted answers, prepared on first use and kept by token id', () => {
+  const NOW = Date.parse('2026-11-21T12:00:00Z');
+
+  it('name the scope and token of each grant, also when one token id is granted in turn by two scopes', () => {
+    const { nginx } = answerSets(30);
+    const a = nginx.granted.answer('topic:a.b', 'abc123abc123', Infinity, NOW);
+    const b = nginx.granted.answer('dataset:urn:x', 'abc123abc123', Infinity, NOW);
+    expect([header(a.headers, 'X-Auth-Request-Scope'), header(a.headers, 'X-Auth-Request-Token-Id')]).toEqual(['topic:a.b', 'abc123abc123']);
+    expect(header(b.headers, 'X-Auth-Request-Scope')).toBe('dataset:urn:x');
+    expect(header(nginx.granted.answer('topic:a.b', 'abc123abc123', Infinity, NOW).headers, 'X-Auth-Request-Scope')).toBe('topic:a.b');
+    // The same grant again is the same prepared answer.
+    expect(nginx.granted.answer('topic:a.b', 'abc123abc123', Infinity, NOW)).toBe(nginx.granted.answer('topic:a.b', 'abc123abc123', Infinity, NOW));
+  });
+
+  it('follow the token expiry in X-Accel-Expires (nginx) second by second, and carry none for the proxies', () => {
+    const { nginx, proxy } = answerSets(30);
+    const expires = NOW + 10_500;
+    expect(header(nginx.granted.answer('topic:a', 'id0000000001', expires, NOW).headers, 'X-Accel-Expires')).toBe('10');
+    expect(header(nginx.granted.answer('topic:a', 'id0000000001', expires, NOW + 1000).headers, 'X-Accel-Expires')).toBe('9');
+    expect(header(nginx.granted.answer('topic:a', 'id0000000001', expires, expires).headers, 'X-Accel-Expires')).toBe('0');
+    expect(header(nginx.granted.answer('topic:a', 'id0000000002', Infinity, NOW).headers, 'X-Accel-Expires')).toBe('30');
+    expect(proxy.granted.answer('topic:a', 'id0000000001', expires, NOW).headers).not.toContain('X-Accel-Expires');
+  });
+
+  it('stay right past the cache bound', () => {
+    const { proxy } = answerSets(0);
+    for (let i = 0; i < 10_000; i++) {
+      const id = i.toString(16).padStart(12, '0');
+      expect(header(proxy.granted.answer(`path:p${i}`, id, Infinity, NOW).headers, 'X-Auth-Request-Token-Id')).toBe(id);
+    }
+    expect(header(proxy.granted.answer('path:p1', '000000000001', Infinity, NOW).headers, 'X-Auth-Request-Scope')).toBe('path:p1');
+  });
+
+  it('refuse a scope that cannot be a header value (the handler answers with a refusal instead)', () => {
+    expect(() => answerSets(30).nginx.granted.answer('topic:a\r\nSet-Cookie: x', 'abc123abc123', Infinity, NOW)).toThrow(TypeError);
+  });
+});
