@@ -103,7 +103,7 @@ afterAll(async () => {
 const GET = (path: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: svc-auth\r\n${extra}\r\n`;
 
 describe('parseHead', () => {
-  const head = (s: string) => parseHead(s, 100);
+  const head = (s: string) => parseHead(Buffer.from(s, 'latin1'), 100);
 
   it('reads the method, the target and the headers as node:http does (names as sent, values trimmed)', () => {
     const h = head('GET /authz/auth-request?x=1 HTTP/1.1\r\nHost: a\r\nX-Original-URI: \t/data/x \r\nauthorization:Bearer t\r\n');
@@ -139,8 +139,21 @@ describe('parseHead', () => {
     ['Expect', 'POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n'],
     ['Upgrade', 'GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'],
     ['an unknown Connection option', 'GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, te\r\n'],
+    ['a tab in the request line', 'GET /a\tb HTTP/1.1\r\nHost: a\r\n'],
+    ['DEL in a header name', 'GET / HTTP/1.1\r\nHost: a\r\nX\x7f: b\r\n'],
+    ['a last line without its CRLF', 'GET / HTTP/1.1\r\nHost: a\r\nX: b'],
+    ['a request line without its CRLF', 'GET / HTTP/1.1'],
   ])('hands over on %s', (_why, text) => {
     expect(head(text)).toBeNull();
+  });
+
+  it('reads only the range it is given (a head in the middle of pipelined bytes)', () => {
+    const first = 'GET /a HTTP/1.1\r\nHost: a\r\n\r\n';
+    const second = 'GET /b HTTP/1.1\r\nHost: b\r\nX: y\r\n';
+    const bytes = Buffer.from(`${first}${second}\r\nGARBAGE`, 'latin1');
+    expect(parseHead(bytes, 100, first.length, first.length + second.length)).toEqual({ method: 'GET', url: '/b', rawHeaders: ['Host', 'b', 'X', 'y'], close: false });
+    // A range ending inside a line is refused, whatever follows it in the buffer.
+    expect(parseHead(bytes, 100, first.length, first.length + second.length - 3)).toBeNull();
   });
 
   it('accepts Content-Length: 0 (Envoy sends it) and hands over beyond the header limit', () => {

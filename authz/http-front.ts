@@ -90,48 +90,71 @@ const FRONT_METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS
 
 const CONNECTION_OPTIONS = /^\s*(keep-alive|close)\s*(,\s*(keep-alive|close)\s*)*$/i;
 
-/** Controls (but HTAB, CR, LF), DEL and obs-text: a character class is the cheapest full scan V8 offers. */
-const FORBIDDEN = /[^\t\x20-\x7e\r\n]/;
+/**
+ * What a head's characters may be, by class: 1 a token character (header names), 2 any other character of
+ * a field value (SP, HTAB, the rest of visible ASCII), 0 anything else (controls, DEL, obs-text), which
+ * the front never answers. One table lookup per character: the head is scanned once.
+ */
+const HEAD_CHAR = new Uint8Array(256);
+HEAD_CHAR[0x09] = 2;
+for (let c = 0x20; c <= 0x7e; c++) HEAD_CHAR[c] = TCHAR[c] === 1 ? 1 : 2;
 
-/** A CR or LF that is not half of a CRLF (llhttp reads those in ways the front does not). */
-function hasLoneCrOrLf(head: string): boolean {
-  for (let i = head.indexOf('\n'); i >= 0; i = head.indexOf('\n', i + 1)) if (head.charCodeAt(i - 1) !== 0x0d) return true;
-  for (let i = head.indexOf('\r'); i >= 0; i = head.indexOf('\r', i + 1)) if (head.charCodeAt(i + 1) !== 0x0a) return true;
-  return false;
-}
+const CR = 0x0d;
+const LF = 0x0a;
+const SP = 0x20;
+const HTAB = 0x09;
 
-/** A header name (RFC 9110 token) and its colon, matched where the line starts. */
-const FIELD_NAME = /[!#$%&'*+.^_`|~0-9A-Za-z-]+:/y;
-
-/** Parses `head` (request line and header lines, each ending in CRLF, latin1) strictly; null on any doubt. */
-export function parseHead(head: string, maxHeaders: number): Head | null {
-  if (FORBIDDEN.test(head) || hasLoneCrOrLf(head)) return null;
-  let eol = head.indexOf('\r\n');
-  const sp1 = head.indexOf(' ');
-  const sp2 = head.indexOf(' ', sp1 + 1);
-  if (sp1 <= 0 || sp2 < 0 || sp2 + 1 + HTTP_1_1.length !== eol || !head.startsWith(HTTP_1_1, sp2 + 1)) return null;
-  const method = head.slice(0, sp1);
+/**
+ * Parses the request head in `bytes[from, to)` (request line and header lines, each ending in CRLF)
+ * strictly; null on any doubt. Hand-written and on bytes because it runs on every request: one pass with
+ * a table over the buffer finds and checks every line, and only the fields are made strings (slices of one
+ * latin1 decode). Regular expressions over the decoded head cost twice as much.
+ */
+export function parseHead(bytes: Uint8Array, maxHeaders: number, from = 0, to = bytes.length): Head | null {
+  // Request line: visible ASCII and single spaces only (a tab is in no method, target or version).
+  let sp1 = -1;
+  let sp2 = -1;
+  let eol = from;
+  for (; eol < to; eol++) {
+    const c = bytes[eol]!;
+    if (c === SP) {
+      if (sp1 < 0) sp1 = eol;
+      else if (sp2 < 0) sp2 = eol;
+      else return null;
+    } else if (c === CR || c === HTAB || HEAD_CHAR[c] === 0) {
+      break;
+    }
+  }
+  if (eol + 1 >= to || bytes[eol] !== CR || bytes[eol + 1] !== LF) return null;
+  if (sp1 <= from || sp2 < 0 || sp2 + 1 + HTTP_1_1.length !== eol) return null;
+  const head = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', from, to);
+  if (!head.startsWith(HTTP_1_1, sp2 + 1 - from)) return null;
+  const method = head.slice(0, sp1 - from);
   // llhttp knows a fixed list of methods (case-sensitive), and HEAD answers carry no body: node:http's business.
   if (!FRONT_METHODS.has(method)) return null;
-  const url = head.slice(sp1 + 1, sp2);
-  if (url.charCodeAt(0) !== 0x2f || url.includes('\t')) return null;
+  const url = head.slice(sp1 + 1 - from, sp2 - from);
+  if (url.charCodeAt(0) !== 0x2f) return null;
 
   const rawHeaders: string[] = [];
   let hosts = 0;
   let close = false;
   let start = eol + 2;
-  while (start < head.length) {
+  while (start < to) {
     if (rawHeaders.length >= 2 * maxHeaders) return null;
-    FIELD_NAME.lastIndex = start;
-    if (!FIELD_NAME.test(head)) return null;
-    const colon = FIELD_NAME.lastIndex - 1;
-    eol = head.indexOf('\r\n', colon);
-    const name = head.slice(start, colon);
-    let from = colon + 1;
-    let to = eol;
-    while (from < to && (head.charCodeAt(from) === 0x20 || head.charCodeAt(from) === 0x09)) from++;
-    while (to > from && (head.charCodeAt(to - 1) === 0x20 || head.charCodeAt(to - 1) === 0x09)) to--;
-    const value = head.slice(from, to);
+    // A name of token characters, then the colon (no space before it; no obs-fold line).
+    let colon = start;
+    while (colon < to && HEAD_CHAR[bytes[colon]!] === 1) colon++;
+    if (colon === start || colon >= to || bytes[colon] !== 0x3a) return null;
+    // The value runs to a CR, which must be followed by LF.
+    eol = colon + 1;
+    while (eol < to && HEAD_CHAR[bytes[eol]!] !== 0) eol++;
+    if (eol + 1 >= to || bytes[eol] !== CR || bytes[eol + 1] !== LF) return null;
+    let first = colon + 1;
+    let last = eol;
+    while (first < last && (bytes[first] === SP || bytes[first] === HTAB)) first++;
+    while (last > first && (bytes[last - 1] === SP || bytes[last - 1] === HTAB)) last--;
+    const name = head.slice(start - from, colon - from);
+    const value = head.slice(first - from, last - from);
     rawHeaders.push(name, value);
     start = eol + 2;
     // Framing and protocol switches are node:http's business.
@@ -375,7 +398,7 @@ class Connection {
     while (at < buf.length) {
       const end = buf.indexOf(CRLF_CRLF, at);
       if (end < 0) break;
-      const head = end - at > this.front.maxHeadBytes ? null : parseHead(buf.toString('latin1', at, end + 2), this.front.maxHeaders);
+      const head = end - at > this.front.maxHeadBytes ? null : parseHead(buf, this.front.maxHeaders, at, end + 2);
       const res = head === null ? null : new FrontResponse(this, !head.close && !this.front.draining);
       if (head === null || !this.front.handle(head, res!)) {
         this.handOver(buf.subarray(at));

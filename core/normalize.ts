@@ -45,51 +45,77 @@ function isHostChar(c: number): boolean {
   );
 }
 
+const SLASH = 0x2f;
+const QUESTION_MARK = 0x3f;
+const HASH = 0x23;
+const CONTROL = 'the request target has raw whitespace or a control character';
+const FORBIDDEN = 'the path has a forbidden or invalid character or encoding';
+
+/**
+ * One pass over the target (it runs on every request): it finds the segments, where the path ends and
+ * which segments need decoding, and refuses raw whitespace and controls anywhere. A control anywhere (path
+ * or query) wins over a refused segment, whichever comes first, so the reason does not depend on order.
+ */
 export function normalizeTarget(raw: string): Target {
-  if (raw.length === 0 || raw.charCodeAt(0) !== 0x2f) return fail('the path must start with "/"');
-  if (raw.length > MAX_TARGET_LENGTH) return fail('the request target is too long');
-  // Raw whitespace and controls anywhere (path or query) are never valid in a request target; letting them
-  // through would let `GET /open /../closed` style keys collide in a proxy's auth cache.
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw.charCodeAt(i);
-    if (c <= 0x20 || c === 0x7f) return fail('the request target has raw whitespace or a control character');
-  }
-  let end = raw.length;
-  let query = '';
-  const q = raw.indexOf('?');
-  const h = raw.indexOf('#');
-  if (q >= 0 && (h < 0 || q < h)) {
-    end = q;
-    query = raw.slice(q + 1, h > q ? h : raw.length);
-  } else if (h >= 0) {
-    end = h;
-  }
+  const n = raw.length;
+  if (n === 0 || raw.charCodeAt(0) !== SLASH) return fail('the path must start with "/"');
+  if (n > MAX_TARGET_LENGTH) return fail('the request target is too long');
   const segments: string[] = [];
   // Whether the normalized path differs from the raw one (decoding, dot or empty segments): most do not,
   // and then the raw path is the normalized path and needs no joining.
   let changed = false;
+  let refused = false;
   let start = 1;
-  while (start <= end) {
-    let stop = raw.indexOf('/', start);
-    if (stop < 0 || stop > end) stop = end;
-    if (stop > start) {
-      const rawSeg = raw.slice(start, stop);
-      const seg = decodeSegment(rawSeg);
-      if (seg === null) return fail('the path has a forbidden or invalid character or encoding');
-      if (seg === '..') {
-        segments.pop();
-        changed = true;
-      } else if (seg === '.') {
-        changed = true;
-      } else {
-        segments.push(seg);
-        if (seg !== rawSeg) changed = true;
+  let encoded = false;
+  let end = n;
+  for (let i = 1; i <= n; i++) {
+    const c = i < n ? raw.charCodeAt(i) : SLASH;
+    // Raw whitespace and controls are never valid in a request target; letting them through would let
+    // `GET /open /../closed` style keys collide in a proxy's auth cache.
+    if (c <= 0x20 || c === 0x7f) return fail(CONTROL);
+    if (c === SLASH || c === QUESTION_MARK || c === HASH) {
+      if (!refused) {
+        if (i === start) {
+          changed = true;
+        } else {
+          const rawSeg = raw.slice(start, i);
+          const seg = encoded ? decodeSegment(rawSeg) : rawSeg;
+          if (seg === null) refused = true;
+          else if (seg === '..') {
+            segments.pop();
+            changed = true;
+          } else if (seg === '.') {
+            changed = true;
+          } else {
+            segments.push(seg);
+            if (seg !== rawSeg) changed = true;
+          }
+        }
       }
-    } else {
-      changed = true;
+      if (c !== SLASH) {
+        end = i;
+        break;
+      }
+      start = i + 1;
+      encoded = false;
+    } else if (c === 0x5c || c === 0x3b) {
+      refused = true; // `\`, `;`
+    } else if (c === 0x25 || c >= 0x80) {
+      encoded = true;
     }
-    start = stop + 1;
   }
+  let query = '';
+  if (end < n) {
+    for (let i = end + 1; i < n; i++) {
+      const c = raw.charCodeAt(i);
+      if (c <= 0x20 || c === 0x7f) return fail(CONTROL);
+    }
+    if (raw.charCodeAt(end) === QUESTION_MARK) {
+      const h = raw.indexOf('#', end + 1);
+      query = raw.slice(end + 1, h < 0 ? n : h);
+    }
+  }
+  if (refused) return fail(FORBIDDEN);
   return { ok: true, segments, path: changed ? `/${segments.join('/')}` : raw.slice(0, end), query };
 }
 
