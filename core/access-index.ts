@@ -58,9 +58,14 @@ export class AccessIndexBuilder {
   private readonly topics = new Map<string, TopicNode>();
   private readonly datasets = new Map<string, IndexedScope>();
   private readonly paths = new Map<string, IndexedScope>();
-  private readonly tokens = new TokenTableBuilder<IndexedScope>();
+  private readonly tokens: TokenTableBuilder<IndexedScope>;
   private readonly seen = new Set<string>();
   private tokenCount = 0;
+
+  /** `expectedTokens`: the token records to size the table for (a hint; more still fit). */
+  constructor(expectedTokens = 0) {
+    this.tokens = new TokenTableBuilder<IndexedScope>(expectedTokens);
+  }
 
   addLine(line: string): Result<true> {
     const parsed = parseScopeLine(line);

@@ -198,7 +198,9 @@ export class IncrementalIndex {
 }
 
 async function fullBuild(generation: string, shards: readonly IndexedShard[], tick: Yield): Promise<Result<State>> {
-  const builder = new AccessIndexBuilder();
+  let tokens = 0;
+  for (const shard of shards) for (const scope of shard.scopes) tokens += scope.tokens.length;
+  const builder = new AccessIndexBuilder(tokens);
   let n = 0;
   for (const shard of shards) {
     for (const scope of shard.scopes) {

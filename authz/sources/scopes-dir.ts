@@ -137,6 +137,7 @@ export class ScopesDirSource extends WatchedSource {
     const built = await buildIndexInSlices(snapshot.lines, snapshot.generation, {
       sliceMs: this.options.sliceMs,
       cancelled: () => this.runner.isStopped,
+      expectedTokens: snapshot.tokenCount,
     });
     if (this.runner.isStopped) return;
     if (!built.ok) {

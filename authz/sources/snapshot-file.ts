@@ -81,7 +81,10 @@ export class SnapshotFileSource extends WatchedSource {
     const { header, lines } = parsed.value;
     // The generation in service (the file was rewritten or re-linked with the same content): nothing to build.
     if (header.generation === this.lastGeneration) return;
-    const built = await buildIndexInSlices(lines, header.generation, { sliceMs: this.options.sliceMs, cancelled: () => this.runner.isStopped });
+    // The header's count sizes the token table. It is not covered by the generation, so it is believed only
+    // up to what the file could hold: a token record takes more than 80 bytes of a scope line.
+    const expectedTokens = Math.min(header.tokens, Math.floor(bytes.length / 80));
+    const built = await buildIndexInSlices(lines, header.generation, { sliceMs: this.options.sliceMs, cancelled: () => this.runner.isStopped, expectedTokens });
     if (this.runner.isStopped) return;
     if (!built.ok) {
       // Scope line n is line n + 1 of the file (the header is line 1).

@@ -52,6 +52,14 @@ export interface SliceOptions {
   readonly cancelled?: () => boolean;
 }
 
+export interface IndexBuildOptions extends SliceOptions {
+  /**
+   * How many token records the index will hold, when known: the table is sized for them once, instead of
+   * growing by doubling, which rehashes and copies megabytes in single steps of up to ~25 ms.
+   */
+  readonly expectedTokens?: number;
+}
+
 export interface LineError {
   /** 1-based index of the offending scope line. */
   readonly line: number;
@@ -153,10 +161,10 @@ export async function feedInSlices(bytes: Uint8Array, feed: (chunk: Uint8Array) 
  * between slices, so that a 100,000-token reload never holds the event loop for more than a few
  * milliseconds. Any bad line refuses the whole snapshot.
  */
-export async function buildIndexInSlices(lines: readonly string[], generation: string, options: SliceOptions = {}): Promise<Result<AccessIndex, LineError>> {
+export async function buildIndexInSlices(lines: readonly string[], generation: string, options: IndexBuildOptions = {}): Promise<Result<AccessIndex, LineError>> {
   const sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
   const maxLines = options.maxLines ?? 2000;
-  const builder = new AccessIndexBuilder();
+  const builder = new AccessIndexBuilder(options.expectedTokens);
   let i = 0;
   while (i < lines.length) {
     const deadline = performance.now() + sliceMs;
