@@ -137,6 +137,17 @@ describe('SnapshotFileSource', () => {
     expect(failed[0]!.problems).toEqual([{ file: 'snapshot', field: 'line 2', message: expect.stringContaining('at least one token') }]);
   });
 
+  it.each([
+    ['far more tokens than the file could hold', 1e12],
+    ['more tokens than it holds', 9001],
+    ['fewer tokens than it holds', 8999],
+  ])('refuses a header that announces %s (the count sizes the table only up to the file size)', async (_what, tokens) => {
+    const [head, ...rest] = good.split('\n');
+    const { failed, loaded } = await start(`${JSON.stringify({ ...JSON.parse(head!), tokens })}\n${rest.join('\n')}`);
+    expect(loaded).toEqual([]);
+    expect(failed[0]!.problems).toEqual([{ file: 'snapshot', field: 'header.tokens', message: `the header announces 3000 scopes and ${tokens} tokens, the file has 3000 and 9000` }]);
+  });
+
   it('loads the next good file after a refused one', async () => {
     const { file, loaded, failed } = await start(good);
     writeFileSync(file, good.slice(0, 1000));
