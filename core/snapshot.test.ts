@@ -297,6 +297,28 @@ describe('SnapshotFileVerifier: the single-file form verified from bytes fed in 
   // 2-, 3- and 4-byte characters, and a BOM at the start of a line (kept, as Buffer#toString keeps it).
   const multibyte = ['{"v":"é"}', '\uFEFF{"v":"✓"}', 'ça ✓ 𝄞 日本', '', '𝄞𝄞𝄞'];
 
+  it('property: lines taken as they come, plus the ones finish() returns, are all the lines in order; the header shows once its line is in', () => {
+    fc.assert(
+      fc.property(linesArb, sizesArb, (lines, sizes) => {
+        const bytes = enc(fileOf(lines));
+        const v = snapshotFileVerifier();
+        const header = JSON.parse(headerFor(lines)) as { generation: string };
+        const taken: string[] = [];
+        const headerLength = Buffer.byteLength(headerFor(lines)) + 1;
+        for (let at = 0, i = 0; at < bytes.length; i++) {
+          const n = Math.max(1, sizes[i % sizes.length]!);
+          v.update(bytes.subarray(at, at + n));
+          at += n;
+          expect(v.header?.generation).toBe(at >= headerLength ? header.generation : undefined);
+          taken.push(...v.takeLines());
+        }
+        const done = v.finish();
+        expect(done.ok).toBe(true);
+        expect([...taken, ...(done.ok ? done.value.lines : [])]).toEqual(lines);
+      }),
+    );
+  });
+
   it('property: over any chunking, a serialized snapshot verifies to what parseSnapshotFile gives', () => {
     fc.assert(
       fc.property(snapshotArb, sizesArb, (s, sizes) => {

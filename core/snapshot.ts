@@ -199,7 +199,7 @@ export class SnapshotFileVerifier {
   private lastByte = -1;
   /** Complete lines seen, the header included. */
   private lineCount = 0;
-  private header: Result<SnapshotHeader> | undefined;
+  private parsedHeader: Result<SnapshotHeader> | undefined;
   private readonly lines: string[] = [];
   /** The first (1-based, header = 1) line that is not valid UTF-8; lines are no longer decoded after it. */
   private badLine = 0;
@@ -212,7 +212,7 @@ export class SnapshotFileVerifier {
     this.bytes += chunk.length;
     this.lastByte = chunk[chunk.length - 1]!;
     let body = chunk;
-    if (this.header === undefined) {
+    if (this.parsedHeader === undefined) {
       const nl = chunk.indexOf(NEWLINE);
       if (nl < 0) {
         this.partial.push(new Uint8Array(chunk)); // a copy (Buffer#slice would not be one)
@@ -220,7 +220,7 @@ export class SnapshotFileVerifier {
       }
       const line = this.decode(this.completeLine(chunk.subarray(0, nl)));
       this.lineCount = 1;
-      this.header = line === undefined ? err('line 1: the snapshot header is not valid UTF-8') : parseSnapshotHeader(line);
+      this.parsedHeader = line === undefined ? err('line 1: the snapshot header is not valid UTF-8') : parseSnapshotHeader(line);
       body = chunk.subarray(nl + 1);
     }
     // The generation covers exactly the bytes after the header's newline.
@@ -229,13 +229,27 @@ export class SnapshotFileVerifier {
     return this;
   }
 
+  /**
+   * The scope lines decoded since the last call, which the verifier then forgets (finish() returns only
+   * the lines never taken). They are unverified until finish() says the whole file is good: a caller may
+   * start building from them, but must not use what it built before that.
+   */
+  takeLines(): string[] {
+    return this.lines.splice(0);
+  }
+
+  /** The header, once its line has been fed and parsed; unverified until finish() (the generation does not cover it). */
+  get header(): SnapshotHeader | undefined {
+    return this.parsedHeader?.ok ? this.parsedHeader.value : undefined;
+  }
+
   /** The verdict, once every byte has been fed; the verifier cannot be fed after it. */
   finish(): Result<{ header: SnapshotHeader; lines: string[] }> {
     this.done = true;
     // In parseSnapshotFile's order, with its messages.
     if (this.bytes === 0) return err(EMPTY);
     if (this.lastByte !== NEWLINE) return err(NOT_NEWLINE_TERMINATED);
-    const parsed = this.header!; // the file ends with a newline, so its first line is complete
+    const parsed = this.parsedHeader!; // the file ends with a newline, so its first line is complete
     if (!parsed.ok) return parsed;
     const header = parsed.value;
     const scopes = this.lineCount - 1;

@@ -148,6 +148,25 @@ describe('SnapshotFileSource', () => {
     expect(failed[0]!.problems).toEqual([{ file: 'snapshot', field: 'header.tokens', message: `the header announces 3000 scopes and ${tokens} tokens, the file has 3000 and 9000` }]);
   });
 
+  it('a corrupt file with a bad scope line is refused for the corruption: the index built along the way is dropped', async () => {
+    const [head, ...rest] = good.split('\n');
+    rest[5] = rest[5]!.replace('sha256:', 'sha1:');
+    const { loaded, failed } = await start(`${head}\n${rest.join('\n')}`, 0.5);
+    expect(loaded).toEqual([]);
+    expect(failed[0]!.problems).toEqual([{ file: 'snapshot', field: 'header', message: 'the content does not match the header generation (corrupt or half-written)' }]);
+  });
+
+  it('reads a larger file after a smaller one and a smaller one after that (the read buffer is kept and grows)', async () => {
+    const small = snapshotText(10, 'small');
+    const { file, loaded, failed } = await start(small);
+    writeFileSync(file, good);
+    await until(() => loaded.length === 2);
+    writeFileSync(file, snapshotText(20, 'smaller'));
+    await until(() => loaded.length === 3);
+    expect(failed).toEqual([]);
+    expect(loaded.map((l) => l.index.scopeCount)).toEqual([10, 3000, 20]);
+  });
+
   it('loads the next good file after a refused one', async () => {
     const { file, loaded, failed } = await start(good);
     writeFileSync(file, good.slice(0, 1000));

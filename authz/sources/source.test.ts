@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { compileSnapshot, hashToken, newProtectedScope, tokenIdOf, type ProtectedScope } from '../../core/index.js';
-import { buildIndexInSlices, feedInSlices, runInSlices, SerialRunner, SliceClock } from './source.js';
+import { buildIndexInSlices, runInSlices, SerialRunner, SliceClock } from './source.js';
 
 function snapshot(scopes: number) {
   const objects: ProtectedScope[] = [];
@@ -37,37 +37,6 @@ describe('buildIndexInSlices', () => {
     const s = snapshot(500);
     const built = await buildIndexInSlices(s.lines, s.generation, { maxLines: 16, cancelled: () => true });
     expect(!built.ok && built.error.message).toBe('cancelled');
-  });
-});
-
-describe('feedInSlices', () => {
-  const bytes = Uint8Array.from({ length: 100_000 }, (_, i) => i % 251);
-
-  it('feeds every byte once, in order, in chunks of at most chunkBytes, yielding between slices', async () => {
-    const chunks: Uint8Array[] = [];
-    let ticks = 0;
-    let yielded = 0;
-    const ticker = setInterval(() => ticks++, 0);
-    // A slow consumer (0.3 ms a chunk) against a 0.5 ms budget: a yield every two chunks or so.
-    const fed = await feedInSlices(bytes, (c) => {
-      const until = performance.now() + 0.3;
-      while (performance.now() < until);
-      chunks.push(c.slice());
-      if (ticks > 0) yielded++;
-    }, { chunkBytes: 4096, sliceMs: 0.5 });
-    clearInterval(ticker);
-    expect(fed).toBe(true);
-    expect(chunks.every((c) => c.length <= 4096)).toBe(true);
-    expect(Buffer.concat(chunks).equals(Buffer.from(bytes))).toBe(true);
-    expect(yielded).toBeGreaterThan(0);
-  });
-
-  it('stops when cancelled, and feeds nothing for no bytes', async () => {
-    let chunks = 0;
-    expect(await feedInSlices(bytes, () => chunks++, { chunkBytes: 1000, sliceMs: 0, cancelled: () => true })).toBe(false);
-    expect(chunks).toBe(1);
-    expect(await feedInSlices(new Uint8Array(0), () => chunks++)).toBe(true);
-    expect(chunks).toBe(1);
   });
 });
 
