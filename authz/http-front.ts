@@ -110,7 +110,7 @@ const HTAB = 0x09;
  * a table over the buffer finds and checks every line, and only the fields are made strings (slices of one
  * latin1 decode). Regular expressions over the decoded head cost twice as much.
  */
-export function parseHead(bytes: Uint8Array, maxHeaders: number, from = 0, to = bytes.length): Head | null {
+export function parseHead(bytes: Buffer, maxHeaders: number, from = 0, to = bytes.length): Head | null {
   // Request line: visible ASCII and single spaces only (a tab is in no method, target or version).
   let sp1 = -1;
   let sp2 = -1;
@@ -127,7 +127,7 @@ export function parseHead(bytes: Uint8Array, maxHeaders: number, from = 0, to = 
   }
   if (eol + 1 >= to || bytes[eol] !== CR || bytes[eol + 1] !== LF) return null;
   if (sp1 <= from || sp2 < 0 || sp2 + 1 + HTTP_1_1.length !== eol) return null;
-  const head = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1', from, to);
+  const head = bytes.toString('latin1', from, to);
   if (!head.startsWith(HTTP_1_1, sp2 + 1 - from)) return null;
   const method = head.slice(0, sp1 - from);
   // llhttp knows a fixed list of methods (case-sensitive), and HEAD answers carry no body: node:http's business.
