@@ -97,10 +97,6 @@ export function answerSets(cacheMaxAge: number): Readonly<Record<Flavour, Answer
   return { nginx: answers('nginx', cacheMaxAge), proxy: answers('proxy', cacheMaxAge) };
 }
 
-export function send(res: HeadResponse, a: PreparedAnswer): void {
-  sendAnswer(res, a);
-}
-
 export function sendGranted(res: HeadResponse, set: AnswerSet, scope: string, tokenId: string, expiresAtMs: number, nowMs: number): void {
   sendAnswer(res, set.granted.answer(scope, tokenId, expiresAtMs, nowMs));
 }
@@ -108,6 +104,5 @@ export function sendGranted(res: HeadResponse, set: AnswerSet, scope: string, to
 export function sendInsufficientScope(res: HeadResponse, set: AnswerSet, scopes: string): void {
   const a = set.insufficientScope;
   res.writeHead(a.status, [...a.headers, WWW, insufficientScopeChallenge(scopes)]);
-  if (a.body === null) res.end();
-  else res.end(a.body);
+  res.end(a.body ?? undefined);
 }

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { decide, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
-import { answerSets, send, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
+import { answerSets, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
 import { DecisionLog } from './decision-log.js';
 import type { TokenUsage } from './token-usage.js';
-import { isToken, named, type HeadRequest, type HeadResponse } from './http-front.js';
+import { isToken, named, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
 
 /** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
@@ -127,23 +127,23 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
   function answer(res: HeadResponse, set: AnswerSet, d: Decision, now: number): ScopeKindLabel {
     switch (d.outcome) {
       case 'open':
-        send(res, set.open);
+        sendAnswer(res, set.open);
         return 'none';
       case 'granted':
         sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, now);
         usage.record(d.scopeKey, d.tokenId, now);
         return d.scope.kind;
       case 'no-token':
-        send(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
+        sendAnswer(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
         return kindOf(d.governing);
       case 'invalid-token':
-        send(res, set.invalidToken);
+        sendAnswer(res, set.invalidToken);
         return kindOf(d.governing);
       case 'insufficient-scope':
         sendInsufficientScope(res, set, keysOf(d.governing));
         return kindOf(d.governing);
       case 'malformed':
-        send(res, set.malformed);
+        sendAnswer(res, set.malformed);
         return 'none';
     }
   }
@@ -219,7 +219,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
       const index = state.index;
       if (index === null) {
         outcome = 'unavailable';
-        send(res, set.unavailable);
+        sendAnswer(res, set.unavailable);
       } else {
         original = read(req);
         const { method, target, authorization, ambiguous } = original;
@@ -236,7 +236,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
       kind = 'none';
       decision = null;
       logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
-      if (!res.headersSent) send(res, set.unavailable);
+      if (!res.headersSent) sendAnswer(res, set.unavailable);
       else res.destroy();
     }
     try {

@@ -215,21 +215,21 @@ function date(): string {
   return dateLine;
 }
 
-/** `Name: value\r\n` lines; throws on an invalid header or when no Content-Length is among them. */
-function render(headers: readonly string[]): string {
+/** `Name: value\r\n` lines and the Content-Length value; throws on an invalid header or when there is no Content-Length. */
+function render(headers: readonly string[]): { block: string; contentLength: string } {
   let block = '';
-  let length = false;
+  let contentLength: string | undefined;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
     const value = headers[i + 1]!;
     if (!isToken(name)) throw new TypeError(`invalid response header name ${JSON.stringify(name)}`);
     if (!validValue(value)) throw new TypeError(`invalid response header value for ${name}`);
     block += `${name}: ${value}\r\n`;
-    if (name.length === 14 && named(name, 'content-length')) length = true;
+    if (name.length === 14 && named(name, 'content-length')) contentLength = value;
   }
   // Keep-alive framing needs a length; the prepared answers carry one, and the front refuses others.
-  if (!length) throw new TypeError('a response without Content-Length');
-  return block;
+  if (contentLength === undefined) throw new TypeError('a response without Content-Length');
+  return { block, contentLength };
 }
 
 function statusLine(status: number): string {
@@ -256,9 +256,8 @@ export class PreparedAnswer {
     readonly headers: readonly string[],
     readonly body: Buffer | null = null,
   ) {
-    const block = render(headers);
-    const length = /(?:^|\r\n)content-length: ([^\r]*)\r\n/i.exec(block)?.[1];
-    if (length !== String(body?.length ?? 0)) throw new TypeError(`Content-Length ${length} for a body of ${body?.length ?? 0} bytes`);
+    const { block, contentLength } = render(headers);
+    if (contentLength !== String(body?.length ?? 0)) throw new TypeError(`Content-Length ${contentLength} for a body of ${body?.length ?? 0} bytes`);
     this.head = `${statusLine(status)}${block}`;
     this.tail = `\r\n${body === null ? '' : body.toString('latin1')}`;
   }
@@ -284,8 +283,7 @@ export function sendAnswer(res: HeadResponse, answer: PreparedAnswer): void {
     return;
   }
   res.writeHead(answer.status, answer.headers as string[]);
-  if (answer.body === null) res.end();
-  else res.end(answer.body);
+  res.end(answer.body ?? undefined);
 }
 
 class FrontResponse implements HeadResponse {
@@ -300,7 +298,7 @@ class FrontResponse implements HeadResponse {
 
   writeHead(status: number, headers: string[]): this {
     if (this.headersSent) throw new Error('writeHead called twice');
-    this.block = render(headers);
+    this.block = render(headers).block;
     this.status = status;
     this.headersSent = true;
     return this;
