@@ -75,22 +75,9 @@ export function normalizeTarget(raw: string): Target {
     if (c <= 0x20 || c === 0x7f) return fail(CONTROL);
     if (c === SLASH || c === QUESTION_MARK || c === HASH) {
       if (!refused) {
-        if (i === start) {
-          changed = true;
-        } else {
-          const rawSeg = raw.slice(start, i);
-          const seg = encoded ? decodeSegment(rawSeg) : rawSeg;
-          if (seg === null) refused = true;
-          else if (seg === '..') {
-            segments.pop();
-            changed = true;
-          } else if (seg === '.') {
-            changed = true;
-          } else {
-            segments.push(seg);
-            if (seg !== rawSeg) changed = true;
-          }
-        }
+        const added = addSegment(segments, raw, start, i, encoded);
+        if (added === REFUSED) refused = true;
+        else if (added === CHANGED) changed = true;
       }
       if (c !== SLASH) {
         end = i;
@@ -117,6 +104,28 @@ export function normalizeTarget(raw: string): Target {
   }
   if (refused) return fail(FORBIDDEN);
   return { ok: true, segments, path: changed ? `/${segments.join('/')}` : raw.slice(0, end), query };
+}
+
+const SAME = 0;
+const CHANGED = 1;
+const REFUSED = 2;
+
+/**
+ * Applies the raw segment `raw[start, stop)` to `segments` (decoded when `encoded`; an empty, `.` or `..`
+ * segment changes the path): SAME, CHANGED, or REFUSED when the rules refuse it.
+ */
+function addSegment(segments: string[], raw: string, start: number, stop: number, encoded: boolean): typeof SAME | typeof CHANGED | typeof REFUSED {
+  if (stop === start) return CHANGED;
+  const rawSeg = raw.slice(start, stop);
+  const seg = encoded ? decodeSegment(rawSeg) : rawSeg;
+  if (seg === null) return REFUSED;
+  if (seg === '..') {
+    segments.pop();
+    return CHANGED;
+  }
+  if (seg === '.') return CHANGED;
+  segments.push(seg);
+  return seg === rawSeg ? SAME : CHANGED;
 }
 
 function fail(reason: string): Target {
