@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import { decide, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
+import { decide, sameTarget, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
 import { answerSets, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
 import { DecisionLog } from './decision-log.js';
 import type { TokenUsage } from './token-usage.js';
-import { isToken, named, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
+import { isToken, MAX_HEADERS_COUNT, named, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
 
 /** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
@@ -33,21 +33,24 @@ function isPath(url: string, path: string): boolean {
 }
 
 interface Original {
-  readonly method: string | undefined;
+  /** null when the proxy did not state the original method: decide governs it as an unsafe method. */
+  readonly method: string | null;
   readonly target: string | undefined;
   readonly authorization: string | undefined;
-  /** Set when a header the endpoint reads was sent more than once: the request is refused as malformed. */
-  readonly ambiguous?: string;
+  /** Why the headers cannot be read as one request (a header sent twice, two that disagree): refused as malformed. */
+  readonly malformed?: string;
 }
 
 const REPEATED = Symbol('repeated');
+/** A header's value as sent ('' when sent empty), undefined when absent, REPEATED when sent more than once. */
 type Found = string | undefined | typeof REPEATED;
 
 /**
  * Reads the wanted headers straight from rawHeaders in one pass, without materializing req.headers
- * (which lowercases and copies every header of the request). An empty value counts as absent; a header
- * sent twice is REPEATED rather than joined or first-wins, since two values for the original target,
- * method or credentials can only mean a confused or malicious client.
+ * (which lowercases and copies every header of the request). A header sent twice is REPEATED rather than
+ * joined or first-wins, since two values for the original target, method or credentials can only mean a
+ * confused or malicious client; an empty copy counts as a copy, so `X-Original-URI:` followed by a real
+ * one is a repeat too.
  */
 function pick(raw: readonly string[], names: readonly string[], out: Found[]): void {
   out.fill(undefined);
@@ -55,54 +58,94 @@ function pick(raw: readonly string[], names: readonly string[], out: Found[]): v
     const name = raw[i]!;
     for (let j = 0; j < names.length; j++) {
       if (named(name, names[j]!)) {
-        const value = raw[i + 1]!;
-        if (out[j] !== undefined) out[j] = REPEATED;
-        else if (value.length > 0) out[j] = value;
+        out[j] = out[j] === undefined ? raw[i + 1]! : REPEATED;
         break;
       }
     }
   }
 }
 
-const found: Found[] = [undefined, undefined, undefined, undefined];
+/** A picked value that is not REPEATED (checked first): an empty value counts as absent. */
+function valueOf(f: Found): string | undefined {
+  return f === '' ? undefined : (f as string | undefined);
+}
 
-function original(method: Found, target: Found, authorization: Found, names: readonly string[]): Original {
+/**
+ * Method-override headers: frameworks that honour them run the overriding method, so one that names
+ * another method than the stated one makes the request two requests at once. Read on every endpoint (the
+ * examples pass them to svc-auth), after the endpoint's own headers.
+ */
+const OVERRIDES = ['x-http-method-override', 'x-http-method', 'x-method-override'];
+
+/** Each endpoint reads its own headers, then OVERRIDES: at most this many in all. */
+const found: Found[] = new Array<Found>(8).fill(undefined);
+
+/** ASCII case-insensitive: frameworks upper-case an override's value before using it. */
+function sameMethod(a: string, b: string): boolean {
+  return a.length === b.length && named(a, b.toLowerCase());
+}
+
+/** The request as read, or malformed: a repeated header, or an override that disagrees with the stated method. */
+function original(names: readonly string[], method: string | null, target: string | undefined, authorization: Found, malformed?: string): Original {
   const repeated = found.indexOf(REPEATED);
-  if (repeated >= 0) return { method: undefined, target: undefined, authorization: undefined, ambiguous: names[repeated] };
-  return { method: method as string | undefined, target: target as string | undefined, authorization: authorization as string | undefined };
+  if (repeated >= 0 && repeated < names.length) return { method: null, target: undefined, authorization: undefined, malformed: `${names[repeated]} was sent more than once` };
+  if (malformed !== undefined) return { method: null, target: undefined, authorization: undefined, malformed };
+  // An unstated method is governed as unsafe whatever an override claims, so only a stated one is compared.
+  if (method !== null) {
+    const from = names.length - OVERRIDES.length;
+    for (let j = 0; j < OVERRIDES.length; j++) {
+      const v = valueOf(found[from + j]);
+      if (v !== undefined && !sameMethod(v, method)) return { method: null, target: undefined, authorization: undefined, malformed: `${OVERRIDES[j]} names another method than ${method}` };
+    }
+  }
+  return { method, target, authorization: valueOf(authorization) };
 }
 
 /**
  * Each endpoint reads its own contract's headers and nothing else: a client can send any header and most
- * proxies pass it through, so `X-Forwarded-Uri` reaching the nginx endpoint must not count.
+ * proxies pass it through, so `X-Forwarded-Uri` reaching the nginx endpoint must not count. Where a
+ * contract has two target headers, both present must name the same path and query (sameTarget).
  */
-const AUTH_REQUEST = ['x-original-url', 'x-original-uri', 'x-original-method', 'authorization'];
+const AUTH_REQUEST = ['x-original-url', 'x-original-uri', 'x-original-method', 'authorization', ...OVERRIDES];
 function authRequest(req: HeadRequest): Original {
   pick(req.rawHeaders, AUTH_REQUEST, found);
-  const url = found[0];
+  const url = valueOf(found[0]);
+  const uri = valueOf(found[1]);
   // X-Original-URL is absolute (ingress-nginx): only its path and query count.
-  const target = typeof url === 'string' ? stripOrigin(url) : found[1];
-  // nginx subrequests keep the original request's method unless proxy_method says otherwise.
-  return original(found[2] ?? req.method, target, found[3], AUTH_REQUEST);
+  const target = url !== undefined ? stripOrigin(url) : uri;
+  const disagree = url !== undefined && uri !== undefined && !sameTarget(target!, uri) ? 'X-Original-URL and X-Original-URI name different targets' : undefined;
+  // An nginx subrequest is always GET (auth_request), whatever the original method was: never fall back to it.
+  return original(AUTH_REQUEST, valueOf(found[2]) ?? null, target, found[3], disagree);
 }
 
-const AUTHORIZE = ['x-original-uri', 'x-api-http-method', 'authorization'];
+const AUTHORIZE = ['x-original-uri', 'x-api-http-method', 'authorization', ...OVERRIDES];
 function authorize(req: HeadRequest): Original {
   pick(req.rawHeaders, AUTHORIZE, found);
-  return original(found[1] ?? 'GET', found[0], found[2], AUTHORIZE);
+  return original(AUTHORIZE, valueOf(found[1]) ?? null, valueOf(found[0]), found[2]);
 }
 
-const FORWARD_AUTH = ['x-forwarded-uri', 'x-forwarded-method', 'authorization'];
+/**
+ * Traefik's StripPrefix middleware, placed before ForwardAuth, shortens the path it reports in
+ * X-Forwarded-Uri and records the removed part in X-Forwarded-Prefix: the path asked about would not be
+ * the one requested, so the prefix header makes the request malformed rather than guessed at.
+ */
+const FORWARD_AUTH = ['x-forwarded-uri', 'x-forwarded-method', 'x-forwarded-prefix', 'authorization', ...OVERRIDES];
 function forwardAuth(req: HeadRequest): Original {
   pick(req.rawHeaders, FORWARD_AUTH, found);
-  return original(found[1] ?? req.method, found[0], found[2], FORWARD_AUTH);
+  const stripped = valueOf(found[2]) !== undefined ? 'X-Forwarded-Prefix is set: the path was rewritten before the auth check (put ForwardAuth before StripPrefix)' : undefined;
+  // Traefik asks with GET whatever the original method was: never fall back to the request's own method.
+  return original(FORWARD_AUTH, valueOf(found[1]) ?? null, valueOf(found[0]), found[3], stripped);
 }
 
-const EXT_AUTHZ_HEADERS = ['authorization'];
+/** Envoy sets X-Envoy-Original-Path when a route rewrote the path: present, it must name the same target. */
+const EXT_AUTHZ_HEADERS = ['x-envoy-original-path', 'authorization', ...OVERRIDES];
 function extAuthz(req: HeadRequest): Original {
   pick(req.rawHeaders, EXT_AUTHZ_HEADERS, found);
-  // Envoy appends the original path (with its query) to the configured path prefix.
-  return original(req.method, req.url!.slice(EXT_AUTHZ.length), found[0], EXT_AUTHZ_HEADERS);
+  // Envoy appends the original path (with its query) to the configured path prefix, and keeps the method.
+  const target = req.url!.slice(EXT_AUTHZ.length);
+  const envoyPath = valueOf(found[0]);
+  const disagree = envoyPath !== undefined && !sameTarget(target, envoyPath) ? 'X-Envoy-Original-Path names another target than the request' : undefined;
+  return original(EXT_AUTHZ_HEADERS, req.method ?? null, target, found[1], disagree);
 }
 
 function kindOf(governing: readonly Scope[]): ScopeKindLabel {
@@ -221,13 +264,17 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
         outcome = 'unavailable';
         sendAnswer(res, set.unavailable);
       } else {
-        original = read(req);
-        const { method, target, authorization, ambiguous } = original;
         const now = Date.now();
-        if (ambiguous !== undefined) decision = { outcome: 'malformed', reason: `${ambiguous} was sent more than once` };
-        else if (target === undefined) decision = { outcome: 'malformed', reason: 'no original request target' };
-        else if (method === undefined || !isToken(method)) decision = { outcome: 'malformed', reason: 'no valid original method' };
-        else decision = decide(index, access, { method, target, authorization }, now);
+        // node:http keeps only the first MAX_HEADERS_COUNT header lines: a repeat past them would go unseen.
+        if (req.rawHeaders.length >= 2 * MAX_HEADERS_COUNT) decision = { outcome: 'malformed', reason: 'too many header lines' };
+        else {
+          original = read(req);
+          const { method, target, authorization, malformed } = original;
+          if (malformed !== undefined) decision = { outcome: 'malformed', reason: malformed };
+          else if (target === undefined) decision = { outcome: 'malformed', reason: 'no original request target' };
+          else if (method !== null && !isToken(method)) decision = { outcome: 'malformed', reason: 'no valid original method' };
+          else decision = decide(index, access, { method, target, authorization }, now);
+        }
         outcome = decision.outcome;
         kind = answer(res, set, decision, now);
       }
@@ -241,7 +288,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
     try {
       metrics.decision(endpoint, outcome, kind, (performance.now() - started) / 1000);
-      if (outcome !== 'error') log(endpoint, original?.method, decision, outcome);
+      if (outcome !== 'error') log(endpoint, original?.method ?? undefined, decision, outcome);
     } catch {
       // The answer is out; bookkeeping must never take the server down.
     }

@@ -55,6 +55,13 @@ export interface Front {
 }
 
 const CRLF_CRLF = Buffer.from('\r\n\r\n', 'latin1');
+
+/**
+ * node:http keeps at most this many header lines of a request and silently drops the rest (its
+ * maxHeadersCount default); server.ts sets it explicitly, and the auth endpoints refuse a request that
+ * reaches it, so a repeated contract header cannot hide past the limit.
+ */
+export const MAX_HEADERS_COUNT = 2000;
 const HTTP_1_1 = 'HTTP/1.1';
 
 /** RFC 9110 token characters, as a table: response header names are checked against it. */
@@ -137,6 +144,7 @@ export function parseHead(bytes: Buffer, maxHeaders: number, from = 0, to = byte
 
   const rawHeaders: string[] = [];
   let hosts = 0;
+  let lengths = 0;
   let close = false;
   let start = eol + 2;
   while (start < to) {
@@ -175,7 +183,8 @@ export function parseHead(bytes: Buffer, maxHeaders: number, from = 0, to = byte
         }
         break;
       case 14:
-        if (named(name, 'content-length') && value !== '0') return null;
+        // Two copies, even both 0, are node:http's 400: hand over rather than answer.
+        if (named(name, 'content-length') && (value !== '0' || ++lengths > 1)) return null;
         break;
       case 17:
         if (named(name, 'transfer-encoding')) return null;
@@ -406,7 +415,7 @@ class Connection {
       if (this.closing) return;
       if (this.socket.writableNeedDrain && at < buf.length) {
         // The client is not reading its answers: stop reading its requests until it does.
-        this.keep(buf.subarray(at));
+        this.keep(buf.subarray(at), true);
         this.waiting = true;
         this.socket.pause();
         return;
@@ -422,11 +431,13 @@ class Connection {
       this.handOver(buf.subarray(at));
       return;
     }
-    this.keep(buf.subarray(at));
+    // Once a head was answered from this buffer, the rest is the start of the next one: its time starts now.
+    this.keep(buf.subarray(at), at > 0);
   }
 
-  private keep(rest: Buffer): void {
-    if (this.pending === null) this.pendingSince = Date.now();
+  /** Keeps an unanswered rest; `fresh`: it starts a new head (the head timeout counts from now). */
+  private keep(rest: Buffer, fresh: boolean): void {
+    if (this.pending === null || fresh) this.pendingSince = Date.now();
     // A copy: `rest` may be a view into a pooled chunk.
     this.pending = Buffer.from(rest);
   }

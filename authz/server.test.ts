@@ -290,18 +290,22 @@ describe('svc-auth endpoints × answers', () => {
       expect(b.status).toBe(403); // no X-Original-*: malformed, whatever X-Forwarded-Uri says
     });
 
-    it('/authz/auth-request prefers X-Original-URL (absolute) over X-Original-URI', async () => {
-      const a = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_OPEN}`, 'X-Original-URI': WAF_TOPIC });
-      expect(a.status).toBe(200);
-      const b = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_TOPIC}`, 'X-Original-URI': WAF_OPEN });
-      expect(b.status).toBe(401);
+    it('/authz/auth-request reads X-Original-URL and X-Original-URI: two that disagree are malformed, never a choice', async () => {
+      const a = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_OPEN}`, 'X-Original-URI': WAF_TOPIC, 'X-Original-Method': 'GET' });
+      expect(a.status).toBe(403);
+      const b = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_TOPIC}`, 'X-Original-URI': WAF_OPEN, 'X-Original-Method': 'GET' });
+      expect(b.status).toBe(403);
+      const c = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_OPEN}`, 'X-Original-URI': WAF_OPEN, 'X-Original-Method': 'GET' });
+      expect(c.status).toBe(200);
     });
 
-    it('/authorize uses X-Api-Http-Method (default GET) and X-Original-URI only', async () => {
-      const a = await http(server.url, 'GET', '/authorize', { ...without('X-Original-URI', 'X-Api-Http-Method', 'X-Original-URL'), 'X-Original-URI': '/oapi/collections/stations/items' });
-      expect(a.status).toBe(200); // X-Original-Method / X-Forwarded-Method POST ignored: the default GET applies
+    it('/authorize uses X-Api-Http-Method and X-Original-URI only; without a stated method a stations write is governed', async () => {
+      const a = await http(server.url, 'GET', '/authorize', { ...without('X-Original-URI', 'X-Api-Http-Method', 'X-Original-URL'), 'X-Original-URI': '/oapi/collections/stations/items', 'X-Api-Http-Method': 'GET' });
+      expect(a.status).toBe(200); // X-Original-Method / X-Forwarded-Method POST ignored
       const b = await http(server.url, 'GET', '/authorize', { 'X-Original-URI': WAF_OPEN, 'X-Original-URL': `https://data.example.org${WAF_TOPIC}` });
       expect(b.status).toBe(200);
+      const c = await http(server.url, 'GET', '/authorize', { 'X-Original-URI': '/oapi/collections/stations/items', 'X-Original-Method': 'GET' });
+      expect(c.status).toBe(401);
     });
 
     it('/authz/forward-auth uses X-Forwarded-* only', async () => {

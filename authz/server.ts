@@ -4,7 +4,7 @@ import express from 'express';
 import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler, type ServingState } from './auth-endpoints.js';
-import { installFront } from './http-front.js';
+import { installFront, MAX_HEADERS_COUNT } from './http-front.js';
 import { TokenUsage } from './token-usage.js';
 import { AuthMetrics } from './metrics.js';
 import type { HostPort } from './options.js';
@@ -102,6 +102,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Longer than the usual proxy upstream idle timeouts, so the proxy closes idle connections first.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  // The auth endpoints refuse a request that reaches this count (a repeat past it would go unseen).
+  server.maxHeadersCount = MAX_HEADERS_COUNT;
   // Auth requests are answered by the strict front; anything else it hands to node:http above.
   const front = installFront(server, auth);
 

@@ -1,4 +1,4 @@
-import { scopeKey, scopeLevels, type Scope } from './scope.js';
+import { foldCase, scopeKey, scopeLevels, type Scope } from './scope.js';
 import { parseScopeLine, type SnapshotScope, type SnapshotToken } from './snapshot.js';
 import { err, ok, type Result } from './result.js';
 import { isDigestHex, TokenTableBuilder, type TokenTable } from './token-table.js';
@@ -8,6 +8,12 @@ export interface IndexedScope {
   readonly scope: Scope;
   readonly key: string;
   readonly depth: number;
+  /**
+   * Set when other scopes that differ from this one only in letter case were folded into it: their
+   * tokens are records of this entry too, since a request cannot tell the two apart (ACCESS-RULES.md,
+   * case variants). The ConfigMap source rebuilds such entries whole rather than by difference.
+   */
+  readonly merged?: true;
 }
 
 interface TopicNode {
@@ -18,6 +24,8 @@ interface TopicNode {
 /**
  * The in-memory decision index built from a snapshot. Only closed scopes are in it: a scope with no
  * tokens is open, which is why adding a token to one scope can never change another's answer.
+ * Every key (trie level, dataset id, path) is case-folded (foldCase): the decision looks requests up by
+ * their folded segments, so a case variant of a protected path is governed like the path itself.
  */
 export interface AccessIndex {
   readonly generation: string;
@@ -85,24 +93,39 @@ export class AccessIndexBuilder {
     if (this.seen.has(key)) return err(`${key} appears twice`);
     this.seen.add(key);
     const levels = scopeLevels(scope);
-    const entry: IndexedScope = { scope, key, depth: levels.length };
+    const fresh: IndexedScope = { scope, key, depth: levels.length };
+    const entry = this.place(s.kind, s.value, levels, fresh);
     this.tokenCount += addScopeTokens(this.tokens, entry, s);
-    if (s.kind === 'dataset') this.datasets.set(s.value, entry);
-    else if (s.kind === 'path') this.paths.set(s.value, entry);
-    else {
-      let children = this.topics;
-      let node: TopicNode | undefined;
-      for (const level of levels) {
-        node = children.get(level);
-        if (!node) {
-          node = { children: new Map() };
-          children.set(level, node);
-        }
-        children = node.children;
-      }
-      node!.scope = entry;
-    }
     return ok(true);
+  }
+
+  /**
+   * Puts `fresh` under its folded key and returns the entry that owns its tokens: `fresh`, or the entry of
+   * a scope already there that differs only in case (marked merged).
+   */
+  private place(kind: Scope['kind'], value: string, levels: readonly string[], fresh: IndexedScope): IndexedScope {
+    if (kind !== 'topic') {
+      const map = kind === 'dataset' ? this.datasets : this.paths;
+      const folded = foldCase(value);
+      const held = map.get(folded);
+      if (held) return markMerged(held);
+      map.set(folded, fresh);
+      return fresh;
+    }
+    let children = this.topics;
+    let node: TopicNode | undefined;
+    for (const level of levels) {
+      const folded = foldCase(level);
+      node = children.get(folded);
+      if (!node) {
+        node = { children: new Map() };
+        children.set(folded, node);
+      }
+      children = node.children;
+    }
+    if (node!.scope) return markMerged(node!.scope);
+    node!.scope = fresh;
+    return fresh;
   }
 
   build(generation: string): AccessIndex {
@@ -116,6 +139,12 @@ export class AccessIndexBuilder {
       tokens: this.tokens.build(),
     };
   }
+}
+
+/** The builder owns its entries until build(), so marking one in place is safe. */
+function markMerged(entry: IndexedScope): IndexedScope {
+  (entry as { merged?: true }).merged = true;
+  return entry;
 }
 
 /** Builds an index from snapshot lines in one go (the CLI, tests, small snapshots). */

@@ -46,8 +46,14 @@ const SAFE = ['GET', 'HEAD', 'OPTIONS'];
 const containsRun = (hay: readonly string[], needle: readonly string[]) => hay.some((_, i) => needle.every((n, j) => hay[i + j] === n));
 const equalOrExtends = (id: string, value: string, sep: string) => id === value || id.startsWith(value + sep);
 
-/** Every scope of `scopes` that is a candidate for the request (step 2), regardless of open/closed. */
-function refCandidates(scopes: readonly Scope[], method: string, segments: readonly string[]): Scope[] {
+/**
+ * Every scope of `scopes` that is a candidate for the request (step 2), regardless of open/closed. Matching
+ * is on the lower-cased path (ACCESS-RULES.md: a case variant is governed like the path); the worlds' scopes
+ * are lower case. A null method is one the proxy did not state: never safe.
+ */
+function refCandidates(scopes: readonly Scope[], method: string | null, rawSegments: readonly string[]): Scope[] {
+  const segments = rawSegments.map((s) => s.toLowerCase());
+  const safe = method !== null && SAFE.includes(method);
   const under = (prefix: readonly string[]) => segments.length >= prefix.length && prefix.every((p, i) => segments[i] === p);
   if (under(DEFAULT_CONFIG.wafPrefix)) {
     const rest = segments.slice(DEFAULT_CONFIG.wafPrefix.length);
@@ -60,8 +66,8 @@ function refCandidates(scopes: readonly Scope[], method: string, segments: reado
     const [resource, id] = segments.slice(DEFAULT_CONFIG.apiPrefix.length);
     if (id === undefined) return [];
     if (resource === 'collections') {
-      if (id === 'stations') return SAFE.includes(method) ? [] : scopes.filter((s) => s.kind === 'path' && s.value === 'collections/stations');
-      if (id === 'discovery-metadata' && SAFE.includes(method)) return [];
+      if (id === 'stations') return safe ? [] : scopes.filter((s) => s.kind === 'path' && s.value === 'collections/stations');
+      if (id === 'discovery-metadata' && safe) return [];
       return scopes.filter((s) => (s.kind === 'topic' ? containsRun(id.split('.'), s.value.split('.')) : s.kind === 'dataset' ? equalOrExtends(id, s.value, ':') : false));
     }
     if (resource === 'processes' && method !== 'OPTIONS') {
@@ -78,7 +84,7 @@ interface RefAnswer {
   readonly grantingScopes: string[];
 }
 
-function refDecide(grants: readonly Grant[], method: string, target: string, authorization: string | undefined): RefAnswer {
+function refDecide(grants: readonly Grant[], method: string | null, target: string, authorization: string | undefined): RefAnswer {
   const t = normalizeTarget(target);
   if (!t.ok) return { outcome: 'malformed', governing: [], grantingScopes: [] };
   // Closed scopes and their tokens (hash → latest expiry).
@@ -130,9 +136,10 @@ const grantArb: fc.Arbitrary<Grant> = fc.record({
 });
 const worldArb = fc.array(grantArb, { maxLength: 8 });
 
-const methodArb = fc.constantFrom('GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE');
+/** null: the proxy did not state the original method. */
+const methodArb = fc.constantFrom<string | null>('GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE', null);
 const wafSeg = fc.oneof(level, urnArb, urnArb.map((u) => `${u}:w`), fc.constantFrom('metadata', 'f.bufr4', '2026-11-21', 'wis'));
-const pathArb = fc.oneof(
+const plainPathArb = fc.oneof(
   fc.array(wafSeg, { maxLength: 6 }).map((s) => `/data/${s.join('/')}`),
   fc
     .tuple(fc.oneof(topicArb, urnArb, fc.constantFrom('stations', 'discovery-metadata', 'other', 'core.x')), fc.constantFrom('', '/items', '/items/1'))
@@ -140,6 +147,11 @@ const pathArb = fc.oneof(
   fc.tuple(fc.oneof(processArb, fc.constantFrom('svcx', 'p_q')), fc.constantFrom('', '/execution')).map(([id, rest]) => `/oapi/processes/${id}${rest}`),
   fc.constantFrom('/', '/oapi/collections', '/oapi/processes', '/other/a/b', '/database/a', '/oapi/jobs/svc'),
 );
+/** Each letter of `path` in upper case or not, as `flips` says (cycled). */
+const flipCase = (path: string, flips: readonly boolean[]) => [...path].map((c, i) => (flips[i % flips.length] ? c.toUpperCase() : c)).join('');
+const flipsArb = fc.array(fc.boolean(), { minLength: 1, maxLength: 12 });
+/** Paths, a third of them in a case variant. */
+const pathArb = fc.oneof(plainPathArb, plainPathArb, fc.tuple(plainPathArb, flipsArb).map(([p, f]) => flipCase(p, f)));
 type Cred = { readonly query: string; readonly authorization: string | undefined };
 /** Credentials are drawn as descriptors and only turned into tokens inside a property, so counterexamples never show one. */
 type CredDesc = { readonly how: 'none' | 'bearer' | 'query' | 'basic' | 'both' | 'junk' | 'typo' | 'bad-query'; readonly i: number; readonly j: number };
@@ -170,12 +182,12 @@ const credArb: fc.Arbitrary<CredDesc> = fc.record({
   j: fc.nat({ max: POOL.length - 1 }),
 });
 interface Req {
-  readonly method: string;
+  readonly method: string | null;
   readonly target: string;
   readonly authorization: string | undefined;
 }
 interface ReqDesc {
-  readonly method: string;
+  readonly method: string | null;
   readonly path: string;
   readonly cred: CredDesc;
 }
@@ -206,6 +218,22 @@ describe('decide agrees with a reference model of ACCESS-RULES.md', () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('case variants are never less protected', () => {
+  it('a case variant of a path gets the decision of the path itself (only the logged path differs)', () => {
+    fc.assert(
+      fc.property(worldArb, methodArb, plainPathArb, flipsArb, credArb, (grants, method, path, flips, cred) => {
+        const index = indexOf(grants);
+        const c = credOf(cred);
+        const variant = flipCase(path, flips);
+        const d = run(index, { method, target: path + c.query, authorization: c.authorization });
+        const v = run(index, { method, target: variant + c.query, authorization: c.authorization });
+        expect({ ...v, path: undefined }).toEqual({ ...d, path: undefined });
+      }),
+      { numRuns: 500 },
     );
   });
 });
@@ -254,7 +282,7 @@ describe('(a) adding a token to one scope never changes the answer outside that 
 // ---- (b) bypass attempts generated from a protected request ----
 
 /** A request that targets `scope`'s own data, as segments, with a method that is governed. */
-const protectedRequestArb: fc.Arbitrary<{ scope: Scope; method: string; segments: string[] }> = scopeArb.chain((scope) => {
+const protectedRequestArb: fc.Arbitrary<{ scope: Scope; method: string | null; segments: string[] }> = scopeArb.chain((scope) => {
   const filler = fc.array(fc.constantFrom('2026-11-21', 'wis', 'x', 'f.bufr4'), { maxLength: 2 });
   if (scope.kind === 'topic') {
     return fc.oneof(
@@ -301,7 +329,7 @@ const noiseArb = fc.array(
   ),
   { maxLength: 2 },
 );
-const suffixArb = fc.constantFrom('', '?q=stations', '?x=/../metadata&q=/data/metadata/', '#/../../metadata', '?a=b#c', '/', '/.', '/%2e');
+const suffixArb = fc.constantFrom('', '?q=stations', '?x=/../metadata&q=/data/metadata/', '?next=/../../metadata', '?a=b', '/', '/.', '/%2e');
 const rootClimbArb = fc.array(fc.constantFrom(...DOTDOT), { maxLength: 2 }).map((d) => d.map((x) => `/${x}`).join(''));
 
 const disguisedArb = protectedRequestArb.chain((req) =>

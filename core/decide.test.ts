@@ -102,6 +102,8 @@ describe('WAF: topic levels as consecutive path segments anywhere below the pref
     ['deep below', '/data/1/2/3/4/origin/a/wis2/mw-met/data/core/weather/surface/x'],
     ['the directory itself (last segment)', '/data/x/origin/a/wis2/mw-met/data/core'],
     ['any method', CORE_FILE],
+    ['another case (a case variant is never less protected)', '/data/Origin/a/wis2/mw-met/data/core/x'],
+    ['all upper case, prefix too', '/DATA/ORIGIN/A/WIS2/MW-MET/DATA/CORE/X'],
   ])('governed: %s', (_what, target) => {
     expect(outcome(ask(world, 'HEAD', target))).toBe('no-token');
   });
@@ -113,7 +115,6 @@ describe('WAF: topic levels as consecutive path segments anywhere below the pref
     ['the levels in one dotted segment', '/data/origin.a.wis2.mw-met.data.core/x'],
     ['a level extended (core2)', '/data/origin/a/wis2/mw-met/data/core2/x'],
     ['a level prefixed (xcore)', '/data/origin/a/wis2/mw-met/data/xcore/x'],
-    ['different case', '/data/Origin/a/wis2/mw-met/data/core/x'],
     ['not below the prefix', '/origin/a/wis2/mw-met/data/core/x'],
     ['prefix not at the start', '/x/data/origin/a/wis2/mw-met/data/core/x'],
   ])('not governed: %s', (_what, target) => {
@@ -154,9 +155,11 @@ describe('WAF: a dataset segment equal to the id or extending it at ":"', () => 
     ['less specific than the scope', '/data/wis/urn:wmo:md:mw-met/x'],
     ['not starting the segment', '/data/wis/xurn:wmo:md:mw-met:obs/x'],
     ['split over segments', '/data/wis/urn:wmo:md/mw-met:obs/x'],
-    ['different case', '/data/wis/URN:wmo:md:mw-met:obs/x'],
   ])('not governed: %s', (_what, target) => {
     expect(outcome(ask(world, 'GET', target))).toBe('open');
+  });
+  it('another case of the id is governed (a case variant is never less protected)', () => {
+    expect(governing(ask(world, 'GET', '/data/wis/URN:WMO:md:mw-met:OBS/x'))).toEqual([scopeKey(OBS)]);
   });
 });
 
@@ -167,13 +170,15 @@ describe('WAF: discovery metadata under /data/metadata/ is always open', () => {
     '/data/metadata/urn:wmo:md:mw-met:obs/x',
     '/data/metadata',
     '/data/metadata/',
+    // Governance is decided on the case-folded path, exceptions included: on a case-insensitive store this
+    // is the metadata folder, on a case-sensitive one it is no folder of the data service's.
+    '/data/Metadata/origin/a/wis2/mw-met/data/core/x.json',
   ])('%s is open although it names closed scopes', (target) => {
     expect(outcome(ask(world, 'GET', target, bearer('not a token')))).toBe('open');
   });
   it.each([
     ['metadata deeper down', '/data/x/metadata/origin/a/wis2/mw-met/data/core/x'],
     ['metadatax', '/data/metadatax/origin/a/wis2/mw-met/data/core/x'],
-    ['Metadata', '/data/Metadata/origin/a/wis2/mw-met/data/core/x'],
     ['escaping metadata with ..', '/data/metadata/../origin/a/wis2/mw-met/data/core/x'],
     ['escaping metadata with %2e%2e', '/data/metadata/%2e%2e/origin/a/wis2/mw-met/data/core/x'],
   ])('not the metadata exception: %s', (_what, target) => {
@@ -188,6 +193,8 @@ describe('API collections: the id as a topic (at ".") and as a dataset (at ":")'
     ['an item', '/oapi/collections/origin.a.wis2.mw-met.data.core/items/x', CORE],
     ['the dataset', '/oapi/collections/urn:wmo:md:mw-met:obs/items', OBS],
     ['a dataset extended at ":"', '/oapi/collections/urn:wmo:md:mw-met:obs:hourly', OBS],
+    ['"Collections" and another case of the topic', '/oapi/Collections/Origin.A.wis2.mw-met.data.core', CORE],
+    ['another case of the dataset', '/oapi/COLLECTIONS/URN:wmo:md:mw-met:Obs/items', OBS],
   ])('governed: %s', (_what, target, scope) => {
     for (const method of ['GET', 'HEAD', 'POST', 'OPTIONS']) {
       const d = ask(world, method, target);
@@ -204,7 +211,6 @@ describe('API collections: the id as a topic (at ".") and as a dataset (at ":")'
     ['the collection list', '/oapi/collections'],
     ['not under collections', '/oapi/things/origin.a.wis2.mw-met.data.core'],
     ['another API resource', '/oapi/processes/origin.a.wis2.mw-met.data.core'],
-    ['"Collections"', '/oapi/Collections/origin.a.wis2.mw-met.data.core'],
   ])('not governed: %s', (_what, target) => {
     expect(outcome(ask(world, 'GET', target))).toBe('open');
   });
@@ -246,11 +252,14 @@ describe('stations: GET/HEAD/OPTIONS open; POST/PUT/PATCH/DELETE and any other m
   });
   it.each([
     ['stationsx', '/oapi/collections/stationsx/items'],
-    ['Stations', '/oapi/collections/Stations/items'],
     ['in the WAF', '/data/collections/stations'],
     ['not under the API prefix', '/collections/stations/items'],
   ])('not governed: %s', (_what, target) => {
     expect(outcome(ask(world, 'POST', target))).toBe('open');
+  });
+  it.each(['/oapi/collections/Stations/items', '/OAPI/COLLECTIONS/STATIONS'])('a case variant is governed: %s', (target) => {
+    expect(governing(ask(world, 'POST', target))).toEqual([scopeKey(STATIONS)]);
+    expect(outcome(ask(world, 'GET', target))).toBe('open');
   });
   it('writes are open while collections/stations is open', () => {
     expect(outcome(ask(indexOf([{ scope: SVC, token: T.svc }]), 'POST', '/oapi/collections/stations/items'))).toBe('open');
@@ -267,7 +276,10 @@ describe('processes: processes/<p> governs ids equal to p or starting with p-; O
       }
     }
   });
-  it.each(['svcx', 'svc_synop2bufr', 'xsvc-synop2bufr', 'Svc-synop2bufr', 'sv', 'svc.synop2bufr'])('processes/svc does not cover %s', (id) => {
+  it.each(['Svc-synop2bufr', 'SVC-SYNOP2BUFR', 'svc-Csv2bufr'])('processes/svc covers the case variant %s', (id) => {
+    expect(governing(ask(world, 'POST', `/OAPI/processes/${id}/execution`))).toEqual([scopeKey(SVC)]);
+  });
+  it.each(['svcx', 'svc_synop2bufr', 'xsvc-synop2bufr', 'SVCX-synop2bufr', 'sv', 'svc.synop2bufr'])('processes/svc does not cover %s', (id) => {
     expect(outcome(ask(world, 'POST', `/oapi/processes/${id}/execution`))).toBe('open');
   });
   it('OPTIONS (CORS preflight) is open', () => {
@@ -415,9 +427,10 @@ describe('token transport', () => {
     expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`, undefined, disabled))).toBe('no-token');
     expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.obs}`, bearer(T.core), disabled))).toBe('granted');
   });
-  it('a token in the fragment is not a token', () => {
-    expect(outcome(ask(world, 'GET', `${CORE_FILE}#token=${T.core}`))).toBe('no-token');
-    expect(outcome(ask(world, 'GET', `${CORE_FILE}#?token=${T.core}`))).toBe('no-token');
+  it('a "#" makes the target malformed, so a token after it is never read', () => {
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}#token=${T.core}`))).toBe('malformed');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}#?token=${T.core}`))).toBe('malformed');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.core}#x`))).toBe('malformed');
   });
 });
 
@@ -539,8 +552,8 @@ describe('configurable prefixes', () => {
   it('/oapi does not match /oapix', () => {
     expect(outcome(ask(world, 'POST', '/oapix/collections/stations'))).toBe('open');
   });
-  it('/DATA is not /data (case-sensitive)', () => {
-    expect(ask(world, 'GET', CORE_FILE.replace('/data', '/DATA'))).toEqual({ outcome: 'open', area: 'other', path: pathOf(CORE_FILE.replace('/data', '/DATA')) });
+  it('/DATA is governed as /data (governance is case-insensitive); the logged path keeps its case', () => {
+    expect(ask(world, 'GET', CORE_FILE.replace('/data', '/DATA'))).toMatchObject({ outcome: 'no-token', area: 'waf', path: pathOf(CORE_FILE.replace('/data', '/DATA')) });
   });
   it('custom prefixes move the WAF and the API', () => {
     const config: AccessConfig = { wafPrefix: parsePrefix('/files/waf'), apiPrefix: parsePrefix('/api/v1'), tokenParam: 'token' };
@@ -608,21 +621,26 @@ describe('normalization attacks through the decision engine (closed scopes, no t
     expect(outcome(ask(world, 'GET', `${CORE_FILE}?redirect=/data/metadata/&x=../..`))).toBe('no-token');
     expect(outcome(ask(world, 'GET', '/data/metadata/x?p=/origin/a/wis2/mw-met/data/core'))).toBe('open');
   });
-  it('an id in a fragment changes nothing: the path before "#" decides', () => {
-    expect(outcome(ask(world, 'POST', '/oapi/collections/stations#/../../other'))).toBe('no-token');
-    expect(outcome(ask(world, 'POST', '/oapi/collections/other#stations'))).toBe('open');
-    expect(outcome(ask(world, 'GET', `${CORE_FILE}#/../../../metadata`))).toBe('no-token');
+  it('a "#" anywhere is malformed: proxies and backends disagree on where the path ends', () => {
+    expect(outcome(ask(world, 'POST', '/oapi/collections/stations#/../../other'))).toBe('malformed');
+    expect(outcome(ask(world, 'POST', '/oapi/collections/other#stations'))).toBe('malformed');
+    expect(outcome(ask(world, 'GET', `${CORE_FILE}#/../../../metadata`))).toBe('malformed');
+    expect(outcome(ask(world, 'GET', '/data/metadata/x?a=1#b'))).toBe('malformed');
   });
   it('".." never climbs above the root into another area', () => {
     expect(outcome(ask(world, 'GET', '/data/../../../data/origin/a/wis2/mw-met/data/core/f'))).toBe('no-token');
     expect(outcome(ask(world, 'POST', '/data/../oapi/collections/stations'))).toBe('no-token');
   });
-  it('case is significant: other-case paths are other resources', () => {
-    // The WAF object store and the API are case-sensitive, so these name resources other than the closed ones.
-    expect(ask(world, 'GET', '/DATA/origin/a/wis2/mw-met/data/core/f')).toEqual({ outcome: 'open', area: 'other', path: pathOf('/DATA/origin/a/wis2/mw-met/data/core/f') });
-    expect(ask(world, 'POST', '/oapi/Collections/stations')).toEqual({ outcome: 'open', area: 'api', path: pathOf('/oapi/Collections/stations') });
-    expect(ask(world, 'POST', '/oapi/collections/STATIONS')).toEqual({ outcome: 'open', area: 'api', path: pathOf('/oapi/collections/STATIONS') });
-    expect(outcome(ask(world, 'GET', '/data/ORIGIN/A/WIS2/MW-MET/DATA/CORE/f'))).toBe('open');
+  it('a case variant is governed like the path: a case-insensitive backend serves it as the same resource', () => {
+    expect(ask(world, 'GET', '/DATA/origin/a/wis2/mw-met/data/core/f')).toMatchObject({ outcome: 'no-token', area: 'waf', path: pathOf('/DATA/origin/a/wis2/mw-met/data/core/f') });
+    expect(ask(world, 'POST', '/oapi/Collections/stations')).toMatchObject({ outcome: 'no-token', area: 'api' });
+    expect(ask(world, 'POST', '/oapi/collections/STATIONS')).toMatchObject({ outcome: 'no-token', area: 'api' });
+    expect(outcome(ask(world, 'GET', '/data/ORIGIN/A/WIS2/MW-MET/DATA/CORE/f'))).toBe('no-token');
+    expect(outcome(ask(world, 'GET', '/data/%4FRIGIN/a/wis2/mw-met/data/core/f'))).toBe('no-token');
+    // Non-ASCII letters whose case folding lands in ASCII: KELVIN SIGN is k, LATIN SMALL LETTER LONG S is s.
+    expect(outcome(ask(world, 'POST', '/oapi/collections/%C5%BFtation%C5%BF'))).toBe('no-token');
+    // …and with the scope's own token, the variant is granted like the path.
+    expect(outcome(ask(world, 'POST', '/OAPI/collections/STATIONS', bearer(T.stations)))).toBe('granted');
   });
   it('absolute URLs (X-Original-URL) decide like their path', () => {
     expect(outcome(ask(world, 'GET', stripOrigin(`https://example.org${CORE_FILE}`)))).toBe('no-token');

@@ -1,7 +1,7 @@
 import type { AccessIndex, IndexedScope, TopicNode } from './access-index.js';
 import { extractCredential, type Credential, type TokenSource } from './credentials.js';
 import { normalizeTarget } from './normalize.js';
-import type { Scope, ScopeKind } from './scope.js';
+import { foldCase, type Scope, type ScopeKind } from './scope.js';
 import { hashTokenDigestInto, isPlausibleToken, MAX_TOKEN_LENGTH, tokenIdOfDigest } from './token.js';
 
 /**
@@ -20,7 +20,12 @@ export interface AccessConfig {
 }
 
 export interface AccessRequest {
-  readonly method: string;
+  /**
+   * The original request's method; null when the proxy did not state it. An unstated method is governed as
+   * an unsafe one: an nginx subrequest is always GET, so falling back to the subrequest's own method would
+   * let every stations write through behind a proxy that does not send it (ACCESS-RULES.md).
+   */
+  readonly method: string | null;
   /** The original request target: a path with optional query, as the proxy sent it. */
   readonly target: string;
   readonly authorization: string | undefined;
@@ -57,13 +62,16 @@ export type Outcome = Decision['outcome'];
 
 export const DEFAULT_CONFIG: AccessConfig = { wafPrefix: ['data'], apiPrefix: ['oapi'], tokenParam: 'token' };
 
-/** `/data/` → ['data']; the root prefix `/` is refused because it would make every path WAF and API at once. */
+/**
+ * `/data/` → ['data'], case-folded as requests are for governance; the root prefix `/` is refused because it
+ * would make every path WAF and API at once.
+ */
 export function parsePrefix(prefix: string): readonly string[] {
   const segments = prefix.split('/').filter((s) => s.length > 0);
   if (segments.length === 0 || segments.some((s) => s === '.' || s === '..' || /[%;\\?#\s]/.test(s))) {
     throw new RangeError(`invalid path prefix ${JSON.stringify(prefix)}: use a path such as /data`);
   }
-  return segments;
+  return segments.map(foldCase);
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -72,7 +80,7 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   const target = normalizeTarget(req.target);
   if (!target.ok) return { outcome: 'malformed', reason: target.reason };
   const { segments, path } = target;
-  const { area, scopes } = governingFor(index, config, req.method, segments);
+  const { area, scopes } = governingFor(index, config, req.method, foldSegments(segments));
   if (scopes.length === 0) return { outcome: 'open', area, path };
   return judge(index, area, path, scopes, extractCredential(target.query, req.authorization, config.tokenParam), nowMs);
 }
@@ -81,10 +89,11 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
 /** What the CLI's has-access-topic answers: the decision for a request to the scope's own data. */
 export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number): Decision {
   const found = new Candidates();
-  if (scope.kind === 'topic') found.topicRuns(index, scope.value.split('.'));
-  else if (scope.kind === 'dataset') found.datasetPrefixes(index, scope.value);
-  else if (scope.value.startsWith('processes/')) found.processPrefixes(index, scope.value.slice('processes/'.length));
-  else found.add(index.paths.get(scope.value));
+  const value = foldCase(scope.value);
+  if (scope.kind === 'topic') found.topicRuns(index, value.split('.'));
+  else if (scope.kind === 'dataset') found.datasetPrefixes(index, value);
+  else if (value.startsWith('processes/')) found.processPrefixes(index, value.slice('processes/'.length));
+  else found.add(index.paths.get(value));
   const area: Area = scope.kind === 'path' ? 'api' : 'other';
   const scopes = found.mostSpecific();
   if (scopes.length === 0) return { outcome: 'open', area, path: '' };
@@ -135,8 +144,20 @@ function startsWith(segments: readonly string[], prefix: readonly string[]): boo
   return true;
 }
 
-/** Finds the closed candidate scopes of a normalized request (ACCESS-RULES.md step 2). */
-function governingFor(index: AccessIndex, config: AccessConfig, method: string, segments: readonly string[]): { area: Area; scopes: readonly IndexedScope[] } {
+/** The segments case-folded (foldCase); the same array when none changes, as for most requests. */
+function foldSegments(segments: readonly string[]): readonly string[] {
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i]!;
+    if (foldCase(seg) !== seg) return segments.map(foldCase);
+  }
+  return segments;
+}
+
+/**
+ * Finds the closed candidate scopes of a normalized request (ACCESS-RULES.md step 2). `segments` are
+ * case-folded, as the index's keys are; `method` is null when unstated, which is never a safe method.
+ */
+function governingFor(index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): { area: Area; scopes: readonly IndexedScope[] } {
   const found = new Candidates();
   let area: Area = 'other';
   if (startsWith(segments, config.wafPrefix)) {
@@ -151,7 +172,7 @@ function governingFor(index: AccessIndex, config: AccessConfig, method: string, 
     area = 'api';
     const resource = segments[config.apiPrefix.length];
     const id = segments[config.apiPrefix.length + 1];
-    const safe = SAFE_METHODS.has(method);
+    const safe = method !== null && SAFE_METHODS.has(method);
     if (resource === 'collections' && id !== undefined) {
       if (id === 'stations') {
         if (!safe) found.add(index.paths.get('collections/stations'));

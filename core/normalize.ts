@@ -50,6 +50,7 @@ const QUESTION_MARK = 0x3f;
 const HASH = 0x23;
 const CONTROL = 'the request target has raw whitespace or a control character';
 const FORBIDDEN = 'the path has a forbidden or invalid character or encoding';
+const FRAGMENT = 'the request target has a "#"';
 
 /**
  * One pass over the target (it runs on every request): it finds the segments, where the path ends and
@@ -65,6 +66,8 @@ export function normalizeTarget(raw: string): Target {
   // and then the raw path is the normalized path and needs no joining.
   let changed = false;
   let refused = false;
+  // Clients never send a fragment, and proxies disagree on whether `#` ends the path: a `#` is malformed.
+  let fragment = false;
   let start = 1;
   let encoded = false;
   let end = n;
@@ -73,7 +76,7 @@ export function normalizeTarget(raw: string): Target {
     // Raw whitespace and controls are never valid in a request target; letting them through would let
     // `GET /open /../closed` style keys collide in a proxy's auth cache.
     if (c <= 0x20 || c === 0x7f) return fail(CONTROL);
-    if (c === SLASH || c === QUESTION_MARK || c === HASH) {
+    if (c === SLASH || c === QUESTION_MARK) {
       if (!refused) {
         const added = addSegment(segments, raw, start, i, encoded);
         if (added === REFUSED) refused = true;
@@ -87,6 +90,8 @@ export function normalizeTarget(raw: string): Target {
       encoded = false;
     } else if (c === 0x5c || c === 0x3b) {
       refused = true; // `\`, `;`
+    } else if (c === HASH) {
+      fragment = true;
     } else if (c === 0x25 || c >= 0x80) {
       encoded = true;
     }
@@ -96,12 +101,11 @@ export function normalizeTarget(raw: string): Target {
     for (let i = end + 1; i < n; i++) {
       const c = raw.charCodeAt(i);
       if (c <= 0x20 || c === 0x7f) return fail(CONTROL);
+      if (c === HASH) fragment = true;
     }
-    if (raw.charCodeAt(end) === QUESTION_MARK) {
-      const h = raw.indexOf('#', end + 1);
-      query = raw.slice(end + 1, h < 0 ? n : h);
-    }
+    query = raw.slice(end + 1);
   }
+  if (fragment) return fail(FRAGMENT);
   if (refused) return fail(FORBIDDEN);
   return { ok: true, segments, path: changed ? `/${segments.join('/')}` : raw.slice(0, end), query };
 }
@@ -176,4 +180,16 @@ function hexValue(c: number): number {
   if (c >= 0x61 && c <= 0x66) return c - 0x57;
   if (c >= 0x41 && c <= 0x46) return c - 0x37;
   return -1;
+}
+
+/**
+ * Whether two target headers of one request name the same path and query (ACCESS-RULES.md: two target
+ * headers that disagree make the request malformed, never a choice). Equal text, or two targets that
+ * normalize to the same path and the same query: then the decision cannot depend on which one is read.
+ */
+export function sameTarget(a: string, b: string): boolean {
+  if (a === b) return true;
+  const ta = normalizeTarget(a);
+  const tb = normalizeTarget(b);
+  return ta.ok && tb.ok && ta.query === tb.query && ta.segments.length === tb.segments.length && ta.segments.every((s, i) => s === tb.segments[i]);
 }

@@ -57,6 +57,21 @@ export function scopeKey(scope: Scope): string {
   return `${scope.kind}:${scope.value}`;
 }
 
+/**
+ * The form names are compared in for governance (ACCESS-RULES.md "Normalization"): a backend may serve
+ * `/OAPI/processes/SVC-x` as `/oapi/processes/svc-x`, so a case variant must never escape the scope it
+ * names. Scope values are ASCII, so lowering ASCII letters is enough for them; other characters are folded
+ * through upper case first so that letters whose folding lands in ASCII (the Kelvin sign, long s, dotless
+ * i) do too. Returns `s` itself when nothing changes, which is the common case on the hot path.
+ */
+export function foldCase(s: string): string {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c >= 0x41 && c <= 0x5a) || c >= 0x80) return s.toUpperCase().toLowerCase();
+  }
+  return s;
+}
+
 /** The levels of a scope in its own hierarchy; their count is the scope's specificity. */
 export function scopeLevels(scope: Scope): string[] {
   switch (scope.kind) {

@@ -1,6 +1,7 @@
 import {
   AccessIndexBuilder,
   addScopeTokens,
+  foldCase,
   scopeKey,
   scopeLevels,
   TokenTableBuilder,
@@ -42,13 +43,14 @@ const noYield: Yield = async () => undefined;
 /** Tokens added to a table between two ticks. */
 const TOKENS_PER_TICK = 4096;
 
+/** The entry under the scope's folded key: the scope's own, or one of a scope differing only in case. */
 function find(index: AccessIndex, scope: Scope): IndexedScope | undefined {
-  if (scope.kind === 'dataset') return index.datasets.get(scope.value);
-  if (scope.kind === 'path') return index.paths.get(scope.value);
+  if (scope.kind === 'dataset') return index.datasets.get(foldCase(scope.value));
+  if (scope.kind === 'path') return index.paths.get(foldCase(scope.value));
   let children: ReadonlyMap<string, TopicNode> = index.topics;
   let node: TopicNode | undefined;
   for (const level of scopeLevels(scope)) {
-    node = children.get(level);
+    node = children.get(foldCase(level));
     if (!node) return undefined;
     children = node.children;
   }
@@ -110,16 +112,26 @@ export class IncrementalIndex {
 
     // Checks first (a duplicate key means something is off: leave it to the full build and its error).
     const addedKeys = new Set<string>();
+    // Scopes that differ only in case share one entry (AccessIndexBuilder merges them): any change that
+    // touches such a key is left to the full build too.
+    const addedFolded = new Set<string>();
     for (const s of added) {
       const key = scopeKey(s);
-      if (addedKeys.has(key)) return undefined;
+      const folded = foldCase(key);
+      if (addedKeys.has(key) || addedFolded.has(folded)) return undefined;
       addedKeys.add(key);
-      if (find(p, s) && !removed.has(key)) return undefined;
+      addedFolded.add(folded);
+      const held = find(p, s);
+      if (held && (!removed.has(held.key) || held.merged)) return undefined;
     }
-    for (const [, scope] of removed) if (!find(p, scope)) return undefined;
+    for (const [key, scope] of removed) {
+      const held = find(p, scope);
+      if (!held || held.key !== key || held.merged) return undefined;
+    }
 
     // Trie edits, copy-on-write along the path.
-    const writableChild = (parent: Map<string, TopicNode>, level: string, create: boolean): TopicNode | undefined => {
+    const writableChild = (parent: Map<string, TopicNode>, raw: string, create: boolean): TopicNode | undefined => {
+      const level = foldCase(raw);
       const node = parent.get(level);
       if (node && cloned.has(node)) return node;
       if (!node && !create) return undefined;
@@ -134,7 +146,7 @@ export class IncrementalIndex {
       for (const level of levels) {
         const node = writableChild(children, level, entry !== undefined);
         if (!node) return;
-        path.push([children, level, node]);
+        path.push([children, foldCase(level), node]);
         children = node.children;
       }
       const last = path.at(-1)![2] as { scope?: IndexedScope };
@@ -151,8 +163,8 @@ export class IncrementalIndex {
     let n = 0;
     for (const scope of removed.values()) {
       scopeCount--;
-      if (scope.kind === 'dataset') datasets.delete(scope.value);
-      else if (scope.kind === 'path') paths.delete(scope.value);
+      if (scope.kind === 'dataset') datasets.delete(foldCase(scope.value));
+      else if (scope.kind === 'path') paths.delete(foldCase(scope.value));
       else setTopic(scopeLevels(scope), undefined);
       if ((++n & 63) === 0) await tick();
     }
@@ -165,8 +177,8 @@ export class IncrementalIndex {
       fresh.push([entry, s]);
       freshTokens += s.tokens.length;
       scopeCount++;
-      if (s.kind === 'dataset') datasets.set(s.value, entry);
-      else if (s.kind === 'path') paths.set(s.value, entry);
+      if (s.kind === 'dataset') datasets.set(foldCase(s.value), entry);
+      else if (s.kind === 'path') paths.set(foldCase(s.value), entry);
       else setTopic(levels, entry);
       if ((++n & 63) === 0) await tick();
     }
