@@ -4,6 +4,7 @@ export * from './scope.js';
 export * from './token.js';
 export * from './protected-scope.js';
 export * from './manifest.js';
+export * from './manifest-file.js';
 export * from './snapshot.js';
 export * from './token-table.js';
 export * from './access-index.js';

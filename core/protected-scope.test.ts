@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseManifests } from './manifest.js';
 import {
   API_GROUP_VERSION,
+  CONDITION_FIELDS,
   formatFieldErrors,
   isDateTime,
   isExpired,
@@ -10,7 +11,12 @@ import {
   MAX_DESCRIPTION_LENGTH,
   MAX_TOKENS_PER_OBJECT,
   newProtectedScope,
+  REQUIRED_SPEC_FIELDS,
   scopeOf,
+  SPEC_FIELDS,
+  STATUS_FIELDS,
+  TOKEN_FIELDS,
+  TOP_LEVEL_FIELDS,
   specFor,
   tokensOf,
   validateProtectedScope,
@@ -27,11 +33,12 @@ const record = (seed: string, extra: Partial<TokenRecord> = {}): TokenRecord => 
   const hash = hashToken(`token-${seed}`);
   return { id: tokenIdOf(hash), hash, createdAt: '2026-11-21T10:00:00Z', ...extra };
 };
+/** A manifest with `spec`; `tokens: []` unless the spec states its own (or `undefined` to leave it out). */
 const object = (spec: Record<string, unknown>, name = 'topic-a-b-12345678') => ({
   apiVersion: API_GROUP_VERSION,
   kind: KIND,
   metadata: { name, namespace: 'svc' },
-  spec,
+  spec: JSON.parse(JSON.stringify({ tokens: [], ...spec })) as Record<string, unknown>,
 });
 const errorsOf = (obj: unknown): FieldError[] => {
   const r = validateProtectedScope(obj);
@@ -41,8 +48,7 @@ const fields = (obj: unknown) => errorsOf(obj).map((e) => e.field);
 
 describe('valid ProtectedScopes pass', () => {
   it.each([
-    ['a topic without tokens', { topicHierarchy: 'origin.a.wis2.mw-met.data.core' }],
-    ['a topic with an empty token list', { topicHierarchy: 'a', tokens: [] }],
+    ['a topic with an empty token list', { topicHierarchy: 'origin.a.wis2.mw-met.data.core', tokens: [] }],
     ['a dataset with a token', { metadataId: 'urn:wmo:md:mw-met:obs', tokens: [record('1')] }],
     ['a process path', { path: 'processes/svc', tokens: [record('1'), record('2', { expiresAt: '2027-01-01T00:00:00Z', description: 'partner NMHS' })] }],
     ['collections/stations', { path: 'collections/stations', tokens: [record('1', { createdAt: '2026-11-21T10:00:00.123+01:00' })] }],
@@ -180,8 +186,8 @@ describe('helpers', () => {
     expect(tokensOf(ps)).toEqual(tokens);
     expect(newProtectedScope(scope, 'x-1', undefined, []).metadata).toEqual({ name: 'x-1' });
   });
-  it('tokensOf defaults to none', () => {
-    expect(tokensOf(object({ topicHierarchy: 'a' }) as never)).toEqual([]);
+  it('tokensOf defaults to none (an object stored before tokens had to be stated)', () => {
+    expect(tokensOf(object({ topicHierarchy: 'a', tokens: undefined }) as never)).toEqual([]);
   });
   it('isExpired: at the instant of expiry and after; never without expiry', () => {
     const at = Date.parse('2027-01-01T00:00:00Z');
@@ -189,6 +195,35 @@ describe('helpers', () => {
     expect(isExpired({ expiresAt: '2027-01-01T00:00:00Z' }, at)).toBe(true);
     expect(isExpired({ expiresAt: '2027-01-01T01:00:00+01:00' }, at)).toBe(true);
     expect(isExpired({}, Number.MAX_SAFE_INTEGER)).toBe(false);
+  });
+});
+
+describe('strict: a field the schema does not know, or tokens not stated, is an error (never "no tokens")', () => {
+  it('tokens must be stated; an empty list is a statement', () => {
+    expect(fields(object({ topicHierarchy: 'a', tokens: undefined }))).toEqual(['spec.tokens']);
+    expect(fields(object({ topicHierarchy: 'a', tokens: [] }))).toEqual([]);
+    expect(fields(object({ topicHierarchy: 'a', tokens: null }))).toEqual(['spec.tokens']);
+  });
+  it.each([
+    ['a misspelt tokens key', { spec: { topicHierarchy: 'a', tokenz: [record('1')] } }, ['spec.tokenz', 'spec.tokens']],
+    ['an unknown spec field', { spec: { topicHierarchy: 'a', tokens: [], closedd: true } }, ['spec.closedd']],
+    ['an unknown top-level field', { spec: { topicHierarchy: 'a', tokens: [] }, data: {} }, ['data']],
+    ['an unknown metadata field', { metadata: { name: 'x', nmespace: 'svc' }, spec: { topicHierarchy: 'a', tokens: [] } }, ['metadata.nmespace']],
+    ['an unknown token field', { spec: { topicHierarchy: 'a', tokens: [{ ...record('1'), expires: '2020-01-01T00:00:00Z' }] } }, ['spec.tokens[0].expires']],
+    ['an unknown status field', { spec: { topicHierarchy: 'a', tokens: [] }, status: { state: 'Open', tokenz: 1 } }, ['status.tokenz']],
+    ['an unknown condition field', { spec: { topicHierarchy: 'a', tokens: [] }, status: { conditions: [{ type: 'Ready', statuz: 'True' }] } }, ['status.conditions[0].statuz']],
+  ])('%s', (_what, parts, expected) => {
+    const obj = { apiVersion: API_GROUP_VERSION, kind: KIND, metadata: { name: 'x' }, ...parts };
+    expect(fields(obj)).toEqual(expected);
+    expect(errorsOf(obj)[0]!.message).toMatch(/unknown field|must be stated/);
+  });
+  it('every ObjectMeta field the API server returns is known', () => {
+    const meta = {
+      name: 'x', namespace: 'svc', uid: 'u', resourceVersion: '1', generation: 1, creationTimestamp: '2026-11-21T10:00:00Z',
+      labels: {}, annotations: {}, finalizers: [], managedFields: [], ownerReferences: [], generateName: 'x-',
+      deletionTimestamp: '2026-11-21T10:00:00Z', deletionGracePeriodSeconds: 0, selfLink: '',
+    };
+    expect(fields({ apiVersion: API_GROUP_VERSION, kind: KIND, metadata: meta, spec: { path: 'processes/svc', tokens: [] } })).toEqual([]);
   });
 });
 
@@ -206,6 +241,17 @@ describe('core validates with the same rules as the CRD (crds/protectedscope.yam
     const source = (pattern: string | undefined) => new RegExp(pattern ?? '').source;
     expect([p.topicHierarchy!.pattern, p.metadataId!.pattern, p.path!.pattern].map(source)).toEqual([TOPIC_PATTERN.source, DATASET_PATTERN.source, PATH_PATTERN.source]);
     expect([p.topicHierarchy!.maxLength, p.metadataId!.maxLength, p.path!.maxLength]).toEqual([MAX_LENGTH.topic, MAX_LENGTH.dataset, MAX_LENGTH.path]);
+  });
+  it('the fields of each level, and which spec fields are required (strict field validation refuses the rest)', () => {
+    const crd2 = crd.ok ? (crd.value[0] as { spec: { versions: { name: string; schema: { openAPIV3Schema: Schema } }[] } }) : undefined;
+    const root = crd2!.spec.versions.find((v) => v.name === 'v1alpha1')!.schema.openAPIV3Schema;
+    const keys = (s: Schema) => Object.keys(s.properties).sort();
+    expect(keys(root)).toEqual([...TOP_LEVEL_FIELDS].sort());
+    expect(keys(spec())).toEqual([...SPEC_FIELDS].sort());
+    expect([...(spec().required ?? [])].sort()).toEqual([...REQUIRED_SPEC_FIELDS].sort());
+    expect(keys(spec().properties.tokens!.items)).toEqual([...TOKEN_FIELDS].sort());
+    expect(keys(root.properties.status!)).toEqual([...STATUS_FIELDS].sort());
+    expect(keys(root.properties.status!.properties.conditions!.items)).toEqual([...CONDITION_FIELDS].sort());
   });
   it('token records', () => {
     const tokens = spec().properties.tokens!;

@@ -23,7 +23,10 @@ export type ProtectedScopeSpec = (
   | { readonly topicHierarchy: string; readonly metadataId?: never; readonly path?: never }
   | { readonly metadataId: string; readonly topicHierarchy?: never; readonly path?: never }
   | { readonly path: string; readonly topicHierarchy?: never; readonly metadataId?: never }
-) & { readonly tokens?: readonly TokenRecord[] };
+) & {
+  /** Required in every manifest the CRD or core validates; absent only on objects stored before that rule. */
+  readonly tokens?: readonly TokenRecord[];
+};
 
 export interface Condition {
   readonly type: string;
@@ -106,24 +109,58 @@ export function isDateTime(v: unknown): v is string {
 }
 
 /**
+ * The fields of each level of the object, as the CRD's schema lists them (a test holds the two equal). A
+ * field outside them is an error, as kubectl's strict field validation makes it: a misspelt `tokenz:` must
+ * not load as a scope with no tokens, which would open it.
+ */
+export const TOP_LEVEL_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec', 'status'] as const;
+export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens'] as const;
+/** Spec fields that must be stated: an empty token list is a statement, a missing one may be a typo. */
+export const REQUIRED_SPEC_FIELDS = ['tokens'] as const;
+export const TOKEN_FIELDS = ['id', 'hash', 'description', 'createdAt', 'expiresAt'] as const;
+export const STATUS_FIELDS = ['observedGeneration', 'state', 'scope', 'kind', 'tokens', 'activeTokens', 'mergedWith', 'conditions'] as const;
+export const CONDITION_FIELDS = ['type', 'status', 'reason', 'message', 'observedGeneration', 'lastTransitionTime'] as const;
+/** Kubernetes' ObjectMeta, as the API server accepts it on a custom resource. */
+export const OBJECT_META_FIELDS = [
+  'name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp',
+  'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields',
+] as const;
+
+function unknownFields(obj: Record<string, unknown>, known: readonly string[], at: string, fail: (field: string, message: string) => void): void {
+  for (const key of Object.keys(obj)) {
+    if (!known.includes(key)) fail(at ? `${at}.${key}` : key, `unknown field (known: ${known.join(', ')})`);
+  }
+}
+
+/**
  * Validates an untrusted object as a ProtectedScope with the same rules as the CRD's schema and CEL
- * (crds/protectedscope.yaml), so the directory backend and svc-auth refuse what the API server refuses.
+ * (crds/protectedscope.yaml) under strict field validation, so the directory backend and svc-auth refuse
+ * what the API server refuses.
  */
 export function validateProtectedScope(obj: unknown): Result<ProtectedScope, FieldError[]> {
   const errors: FieldError[] = [];
   const fail = (field: string, message: string) => errors.push({ field, message });
   if (!isRecord(obj)) return err([{ field: '', message: 'must be an object' }]);
+  unknownFields(obj, TOP_LEVEL_FIELDS, '', fail);
   if (obj.apiVersion !== API_GROUP_VERSION) fail('apiVersion', `must be ${API_GROUP_VERSION}`);
   if (obj.kind !== KIND) fail('kind', `must be ${KIND}`);
   const meta = obj.metadata;
   if (!isRecord(meta)) fail('metadata', 'must be an object');
-  else if (typeof meta.name !== 'string' || meta.name.length > 253 || !NAME.test(meta.name)) {
-    fail('metadata.name', 'must be a lowercase DNS subdomain name (a-z, 0-9, "-", "."), at most 253 characters');
+  else {
+    unknownFields(meta, OBJECT_META_FIELDS, 'metadata', fail);
+    if (typeof meta.name !== 'string' || meta.name.length > 253 || !NAME.test(meta.name)) {
+      fail('metadata.name', 'must be a lowercase DNS subdomain name (a-z, 0-9, "-", "."), at most 253 characters');
+    }
   }
+  validateStatus(obj.status, fail);
   const spec = obj.spec;
   if (!isRecord(spec)) {
     fail('spec', 'must be an object');
     return err(errors);
+  }
+  unknownFields(spec, SPEC_FIELDS, 'spec', fail);
+  for (const field of REQUIRED_SPEC_FIELDS) {
+    if (spec[field] === undefined) fail(`spec.${field}`, 'must be stated (tokens: [] for a scope without tokens)');
   }
   const present = SCOPE_KINDS.filter((k) => spec[SCOPE_FIELD[k]] !== undefined);
   if (present.length !== 1) {
@@ -138,6 +175,18 @@ export function validateProtectedScope(obj: unknown): Result<ProtectedScope, Fie
   return errors.length > 0 ? err(errors) : ok(obj as unknown as ProtectedScope);
 }
 
+/** Only the fields: the operator writes the status, and a manifest copied from a cluster may carry one. */
+function validateStatus(status: unknown, fail: (field: string, message: string) => void): void {
+  if (status === undefined) return;
+  if (!isRecord(status)) return fail('status', 'must be an object');
+  unknownFields(status, STATUS_FIELDS, 'status', fail);
+  if (Array.isArray(status.conditions)) {
+    status.conditions.forEach((c: unknown, i) => {
+      if (isRecord(c)) unknownFields(c, CONDITION_FIELDS, `status.conditions[${i}]`, fail);
+    });
+  }
+}
+
 function validateTokens(tokens: unknown, fail: (field: string, message: string) => void): void {
   if (tokens === undefined) return;
   if (!Array.isArray(tokens)) {
@@ -149,6 +198,7 @@ function validateTokens(tokens: unknown, fail: (field: string, message: string) 
   tokens.forEach((t: unknown, i) => {
     const at = `spec.tokens[${i}]`;
     if (!isRecord(t)) return fail(at, 'must be an object');
+    unknownFields(t, TOKEN_FIELDS, at, fail);
     const idOk = typeof t.id === 'string' && TOKEN_ID_PATTERN.test(t.id);
     const hashOk = typeof t.hash === 'string' && HASH_PATTERN.test(t.hash);
     if (!idOk) fail(`${at}.id`, 'must be 12 lowercase hex characters');

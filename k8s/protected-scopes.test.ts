@@ -136,7 +136,7 @@ describe('ProtectedScopeClient operations', () => {
   });
 
   it('an object the schema refuses is Invalid, with the fields', async () => {
-    const bad = { ...scope('one'), spec: { topicHierarchy: 'a..b' } } as unknown as ProtectedScope;
+    const bad = { ...scope('one'), spec: { topicHierarchy: 'a..b', tokens: [] } } as unknown as ProtectedScope;
     const e = await failureOf(client().create(bad));
     expect(e.reason).toBe('Invalid');
     expect(e.message).toMatch(/the API server refused protectedscopes\.auth\.svc\.io "one": spec\.topicHierarchy: invalid topic hierarchy/);

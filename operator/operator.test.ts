@@ -127,7 +127,7 @@ describe('svc-operator on a fake API server', () => {
   it('compiles, writes the snapshot, reports status and announces closed scopes', async () => {
     const c = new Cluster();
     c.create('a', { topicHierarchy: 'origin.a', tokens: [token('token-a-0123456789')] });
-    c.create('b', { path: 'collections/stations' });
+    c.create('b', { path: 'collections/stations', tokens: [] });
     const op = start(c);
     await settle(op, c);
     const snap = c.snapshot()!;

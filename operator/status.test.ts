@@ -14,7 +14,7 @@ function ps(name: string, spec: Record<string, unknown>, extra: Partial<Protecte
     apiVersion: 'auth.svc.io/v1alpha1',
     kind: 'ProtectedScope',
     metadata: { name, namespace: 'ns', generation: 3, ...extra },
-    spec: spec as ProtectedScope['spec'],
+    spec: { tokens: [], ...spec } as unknown as ProtectedScope['spec'],
     ...(status ? { status: status as ProtectedScope['status'] } : {}),
   };
 }

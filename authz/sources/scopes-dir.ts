@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, compileSnapshotSteps, KIND, parseManifests, validateProtectedScope, type ProtectedScope } from '../../core/index.js';
+import { checkManifestDocument, compileSnapshotSteps, readManifestDocuments, type ProtectedScope } from '../../core/index.js';
 import { buildIndexInSlices, runInSlices, SliceClock, type SourceProblem } from './source.js';
 import type { DirectoryWatchOptions } from './watch.js';
 import { WatchedSource } from './watched-source.js';
@@ -17,19 +17,6 @@ export interface ScopesDirOptions {
  */
 export const MANIFEST_FILE = /^[^.].*\.(ya?ml|json)$/i;
 const KUSTOMIZATION = /^kustomization\.ya?ml$/i;
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * Which documents must be valid ProtectedScopes. Objects of other kinds may share the directory (a GitOps
- * repository holds Namespaces, ConfigMaps...) and are skipped, as the CLI skips them; but anything that
- * claims our kind, has no kind, or is in our API group counts, so a typo in `kind` cannot silently drop a
- * scope's tokens and open it.
- */
-function isScopeDocument(doc: unknown): boolean {
-  if (!isRecord(doc) || doc.kind === undefined || doc.kind === KIND) return true;
-  return typeof doc.apiVersion === 'string' && doc.apiVersion.startsWith(`${API_GROUP}/`);
-}
 
 interface Entry {
   readonly name: string;
@@ -98,29 +85,27 @@ export class ScopesDirSource extends WatchedSource {
       }
       clock.restart();
       if (this.runner.isStopped) return;
-      const docs = parseManifests(text);
+      const docs = readManifestDocuments(text);
       if (!docs.ok) {
-        problems.push({ file: entry.name, message: docs.error });
+        for (const e of docs.error) problems.push({ file: entry.name, ...(e.field ? { field: e.field } : {}), message: e.message });
         continue;
       }
-      for (const [i, doc] of docs.value.entries()) {
+      for (const [i, value] of docs.value.entries()) {
         await clock.pause();
-        if (!isScopeDocument(doc)) continue;
-        const checked = validateProtectedScope(doc);
-        const where = docs.value.length > 1 ? `documents[${i}]` : '';
-        if (checked.ok) {
-          const name = checked.value.metadata.name;
-          const seen = names.get(name);
-          if (seen !== undefined) {
-            problems.push({ file: entry.name, field: [where, 'metadata.name'].filter((f) => f).join('.'), message: `ProtectedScope "${name}" is also defined in ${seen}: object names must be unique in a directory` });
-          } else {
-            names.set(name, entry.name);
-            objects.push(checked.value);
-          }
+        const doc = checkManifestDocument(value, i, docs.value.length);
+        if (!doc.ok) {
+          for (const e of doc.error) problems.push({ file: entry.name, field: e.field, message: e.message });
+          continue;
+        }
+        if (!doc.value.object) continue;
+        const name = doc.value.object.metadata.name;
+        const seen = names.get(name);
+        if (seen !== undefined) {
+          const where = docs.value.length > 1 ? `documents[${i}].metadata.name` : 'metadata.name';
+          problems.push({ file: entry.name, field: where, message: `ProtectedScope "${name}" is also defined in ${seen}: object names must be unique in a directory` });
         } else {
-          for (const e of checked.error) {
-            problems.push({ file: entry.name, field: [where, e.field].filter((s) => s.length > 0).join('.') || '(document)', message: e.message });
-          }
+          names.set(name, entry.name);
+          objects.push(doc.value.object);
         }
       }
     }

@@ -112,10 +112,15 @@ describe('DirectoryStore', () => {
 
   it.each([
     ['bad YAML', 'x.yaml', 'spec: [', /x\.yaml: not valid YAML/],
-    ['bad hash', 'x.yaml', MULTI.replace(/sha256:[0-9a-f]+/, 'sha256:nothex'), /x\.yaml \(document 1\): spec\.tokens\[0\]\.hash: must be sha256/],
-    ['two scope fields', 'x.yaml', 'apiVersion: auth.svc.io/v1alpha1\nkind: ProtectedScope\nmetadata: {name: x}\nspec: {path: processes/svc, topicHierarchy: a}\n', /x\.yaml: spec: exactly one of/],
+    ['bad hash', 'x.yaml', MULTI.replace(/sha256:[0-9a-f]+/, 'sha256:nothex'), /x\.yaml: documents\[0\]\.spec\.tokens\[0\]\.hash: must be sha256/],
+    ['two scope fields', 'x.yaml', 'apiVersion: auth.svc.io/v1alpha1\nkind: ProtectedScope\nmetadata: {name: x}\nspec: {path: processes/svc, topicHierarchy: a, tokens: []}\n', /x\.yaml: spec: exactly one of/],
     ['no kind at all', 'x.yaml', 'metadata: {name: x}\nspec: {path: processes/svc}\n', /x\.yaml: apiVersion: must be auth\.svc\.io\/v1alpha1; kind: must be ProtectedScope/],
-    ['bad topic', 'x.yml', 'apiVersion: auth.svc.io/v1alpha1\nkind: ProtectedScope\nmetadata: {name: x}\nspec: {topicHierarchy: "a..b"}\n', /x\.yml: spec\.topicHierarchy: invalid topic hierarchy/],
+    ['bad topic', 'x.yml', 'apiVersion: auth.svc.io/v1alpha1\nkind: ProtectedScope\nmetadata: {name: x}\nspec: {topicHierarchy: "a..b", tokens: []}\n', /x\.yml: spec\.topicHierarchy: invalid topic hierarchy/],
+    ['a 0-byte file', 'x.yaml', '', /x\.yaml: holds no document/],
+    ['a file of ---', 'x.yaml', '---\n', /x\.yaml: holds no document/],
+    ['a file of null', 'x.yaml', 'null\n', /x\.yaml: holds no document/],
+    ['tokenz for tokens', 'x.yaml', 'apiVersion: auth.svc.io/v1alpha1\nkind: ProtectedScope\nmetadata: {name: x}\nspec: {path: processes/svc, tokenz: []}\n', /x\.yaml: spec\.tokenz: unknown field.*spec\.tokens: must be stated/],
+    ['apiVersion and kind misspelt', 'x.yaml', 'apiVersion: auth.scv.io/v1alpha1\nkind: ProtectedScop\nmetadata: {name: x}\nspec: {path: processes/svc, tokens: []}\n', /x\.yaml: apiVersion: must be auth\.svc\.io\/v1alpha1; kind: must be ProtectedScope/],
   ])('an invalid manifest (%s) is an error naming the file and field; nothing changes', async (_name, file, text, pattern) => {
     const dir = fresh();
     writeFileSync(join(dir, 'good.yaml'), MULTI);

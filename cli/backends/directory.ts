@@ -6,10 +6,10 @@ import {
   dumpManifests,
   formatFieldErrors,
   parseManifests,
+  readManifestFile,
   scopeKey,
   scopeOf,
   validateProtectedScope,
-  KIND,
   type ProtectedScope,
   type Scope,
 } from '../../core/index.js';
@@ -165,17 +165,9 @@ export class DirectoryStore implements ScopeStore {
     } catch (e) {
       throw failure(`cannot read ${path}: ${(e as Error).message}`);
     }
-    const parsed = parseManifests(text);
-    if (!parsed.ok) throw failure(`${path}: ${parsed.error} (fix the file; nothing was changed)`);
-    const docs: Doc[] = parsed.value.map((value, i) => {
-      if (!isScopeDocument(value)) return { value };
-      const checked = validateProtectedScope(value);
-      if (!checked.ok) {
-        const where = parsed.value.length > 1 ? `${path} (document ${i + 1})` : path;
-        throw failure(`${where}: ${formatFieldErrors(checked.error)} (fix the file; nothing was changed)`);
-      }
-      return { value, object: checked.value };
-    });
+    const read = readManifestFile(text);
+    if (!read.ok) throw failure(`${path}: ${formatFieldErrors(read.error)} (fix the file; nothing was changed)`);
+    const docs: Doc[] = read.value.map((d) => (d.object ? { value: d.value, object: d.object } : { value: d.value }));
     return { name, path, json: /\.json$/i.test(name), docs, text };
   }
 
@@ -257,11 +249,6 @@ export class DirectoryStore implements ScopeStore {
       delay = Math.min(delay * 2, 100);
     }
   }
-}
-
-/** Documents the CLI treats as ProtectedScopes: kind ProtectedScope, or no kind at all (a broken manifest is an error, not skipped). */
-function isScopeDocument(value: unknown): boolean {
-  return !isRecord(value) || value.kind === undefined || value.kind === KIND;
 }
 
 /** Permission bits to keep when a file is replaced. */

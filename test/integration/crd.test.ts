@@ -60,9 +60,9 @@ describeCluster('ProtectedScope CRD', () => {
       ['a metadata id', { metadataId: 'urn:wmo:md:mw-met:core.surface-based-observations.synop' }],
       ['the stations collection', { path: 'collections/stations' }],
       ['a process', { path: 'processes/svc-publish_v2' }],
-    ])('%s without tokens', async (_label, spec) => {
-      const created = await create(scope(spec)) as { spec: Record<string, unknown> };
-      expect(created.spec).toEqual(spec);
+    ])('%s with an empty token list (tokens: [] is kept as stated)', async (_label, spec) => {
+      const created = await create(scope({ ...spec, tokens: [] })) as { spec: Record<string, unknown> };
+      expect(created.spec).toEqual({ ...spec, tokens: [] });
     });
 
     it('tokens with and without description and expiry', async () => {
@@ -94,8 +94,23 @@ describeCluster('ProtectedScope CRD', () => {
   });
 
   describe('rejects', () => {
+    it('tokens not stated (a missing list may be a typo; only tokens: [] says "no tokens")', async () => {
+      const msg = await rejection(scope({ topicHierarchy: 'a.b' }));
+      expect(msg).toContain('spec.tokens: Required value');
+    });
+
+    it('an unknown field under strict field validation (what kubectl sends), as core does', async () => {
+      let message = '';
+      try {
+        await objects.createNamespacedCustomObject({ group, version, namespace, plural, body: scope({ topicHierarchy: 'a.b', tokens: [], tokenz: [token()] }), fieldValidation: 'Strict' });
+      } catch (e) {
+        message = (JSON.parse((e as { body?: string }).body ?? '{}') as { message?: string }).message ?? '';
+      }
+      expect(message).toMatch(/unknown field "spec\.tokenz"/);
+    });
+
     it('two scope fields', async () => {
-      const msg = await rejection(scope({ topicHierarchy: 'a.b', path: 'collections/stations' }));
+      const msg = await rejection(scope({ topicHierarchy: 'a.b', path: 'collections/stations', tokens: [] }));
       expect(msg).toContain('exactly one of spec.topicHierarchy, spec.metadataId or spec.path must be set');
     });
 

@@ -48,6 +48,7 @@ export interface Ports {
   readonly ingress: number;
   readonly customErrors: number;
   readonly original: number;
+  readonly uriOnly: number;
   readonly auth: number;
   readonly metrics: number;
   readonly oapi: number;
@@ -77,15 +78,15 @@ export class Harness {
     const prefix = join(base, 'nginx');
     for (const d of [scopesDir, stagingDir, join(prefix, 'logs'), join(prefix, 'temp')]) mkdirSync(d, { recursive: true });
     const waf = buildWafTree(join(base, 'waf'));
-    const [ingress, customErrors, original, auth, metrics, oapi] = (await freePorts(6)) as [number, number, number, number, number, number];
-    const ports: Ports = { ingress, customErrors, original, auth, metrics, oapi };
+    const [ingress, customErrors, original, uriOnly, auth, metrics, oapi] = (await freePorts(7)) as [number, number, number, number, number, number, number];
+    const ports: Ports = { ingress, customErrors, original, uriOnly, auth, metrics, oapi };
     const h = new Harness(base, scopesDir, stagingDir, waf, ports, tokens);
     try {
       for (const [scope, records] of initialScopes(tokens)) writeScopeAtomically(scopesDir, stagingDir, scope, records);
       h.oapi = await startOapiStandin(oapi);
       h.svcAuth = new SvcAuth({ scopesDir, port: auth, metricsPort: metrics, secrets: Object.values(tokens) });
       await h.svcAuth.start();
-      h.nginx = await Nginx.start(binary, prefix, nginxConf({ prefix, wafRoot: waf.root, ports: { ingress, customErrors, original, auth, oapi } }), [ingress, customErrors, original]);
+      h.nginx = await Nginx.start(binary, prefix, nginxConf({ prefix, wafRoot: waf.root, ports: { ingress, customErrors, original, uriOnly, auth, oapi } }), [ingress, customErrors, original, uriOnly]);
     } catch (e) {
       await h.stop();
       throw e;
