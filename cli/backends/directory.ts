@@ -70,7 +70,6 @@ interface Loaded {
   readonly byName: Map<string, { file: ManifestFile; doc: number }>;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class DirectoryStore implements ScopeStore {
