@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { decide, sameTarget, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
 import { answerSets, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
 import { DecisionLog } from './decision-log.js';
+import type { Refusal, Refusals } from './refusals.js';
 import type { TokenUsage } from './token-usage.js';
 import { isToken, MAX_HEADERS_COUNT, named, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
@@ -21,6 +22,8 @@ export interface AuthContext {
   readonly cacheMaxAge: number;
   /** Where grants are counted (logged per window at info; each grant is a debug line). */
   readonly usage: TokenUsage;
+  /** Where refusals are counted (logged per window at info; a bounded sample one by one). */
+  readonly refusals: Refusals;
 }
 
 const EXT_AUTHZ = '/authz/ext-authz';
@@ -95,7 +98,7 @@ function original(names: readonly string[], method: string | null, target: strin
     const from = names.length - OVERRIDES.length;
     for (let j = 0; j < OVERRIDES.length; j++) {
       const v = valueOf(found[from + j]);
-      if (v !== undefined && !sameMethod(v, method)) return { method: null, target: undefined, authorization: undefined, malformed: `${OVERRIDES[j]} names another method than ${method}` };
+      if (v !== undefined && !sameMethod(v, method)) return { method: null, target: undefined, authorization: undefined, malformed: `${OVERRIDES[j]} names another method than the stated one` };
     }
   }
   return { method, target, authorization: valueOf(authorization) };
@@ -163,7 +166,7 @@ function keysOf(governing: readonly Scope[]): string {
  * is not an auth endpoint, for Express to handle. Nothing here parses a body or builds a URL object.
  */
 export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: HeadResponse) => boolean {
-  const { access, state, metrics, logger, usage } = ctx;
+  const { access, state, metrics, logger, usage, refusals } = ctx;
   const ANSWERS = answerSets(ctx.cacheMaxAge);
   const decisions = new DecisionLog(logger);
 
@@ -191,36 +194,39 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
   }
 
+  /** What a refusal is counted by (Refusals): never the method or the path, which the client chooses freely. */
+  function refusalOf(endpoint: EndpointName, d: Decision | null, outcome: AnswerOutcome): Refusal {
+    if (d === null) return { endpoint, outcome };
+    switch (d.outcome) {
+      case 'insufficient-scope':
+        return { endpoint, outcome, scope: keysOf(d.governing), tokenId: d.tokenId };
+      case 'invalid-token':
+        return { endpoint, outcome, scope: keysOf(d.governing), why: d.why, tokenId: d.tokenId };
+      case 'no-token':
+        return { endpoint, outcome, scope: keysOf(d.governing) };
+      case 'malformed':
+        return { endpoint, outcome, reason: d.reason };
+      default:
+        return { endpoint, outcome };
+    }
+  }
+
   function log(endpoint: EndpointName, method: string | undefined, d: Decision | null, outcome: AnswerOutcome): void {
-    // Refusals at info; open answers and grants at debug (grants are counted for TokenUsage's info lines).
     // Never the raw target or a header: the target may carry ?token=, so the path is logged normalized and
-    // without its query.
-    const level = outcome === 'open' || outcome === 'granted' ? 'debug' : 'info';
-    if (!decisions.enabled(level)) return;
-    if (d === null) {
-      decisions.write(level, { endpoint, method, outcome });
+    // without its query. Open answers and grants at debug (grants are counted for TokenUsage's info lines).
+    if (d?.outcome === 'open') {
+      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path });
       return;
     }
-    switch (d.outcome) {
-      case 'open':
-        decisions.write(level, { endpoint, method, outcome, path: d.path });
-        break;
-      case 'granted':
-        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.source });
-        break;
-      case 'insufficient-scope':
-        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: keysOf(d.governing), tokenId: d.tokenId });
-        break;
-      case 'invalid-token':
-        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: keysOf(d.governing), why: d.why, tokenId: d.tokenId });
-        break;
-      case 'no-token':
-        decisions.write(level, { endpoint, method, outcome, path: d.path, scope: keysOf(d.governing) });
-        break;
-      case 'malformed':
-        decisions.write(level, { endpoint, method, outcome, reason: d.reason });
-        break;
+    if (d?.outcome === 'granted') {
+      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.source });
+      return;
     }
+    // Refusals are counted for Refusals' info lines; a bounded sample of them is written at info one by one.
+    const refusal = refusalOf(endpoint, d, outcome);
+    const level = refusals.record(refusal, Date.now()) ? 'info' : 'debug';
+    if (!decisions.enabled(level)) return;
+    decisions.write(level, { ...refusal, method, path: d !== null && 'path' in d ? d.path : undefined });
   }
 
   return function handleAuth(req: HeadRequest, res: HeadResponse): boolean {

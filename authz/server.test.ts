@@ -174,6 +174,8 @@ describe('svc-auth endpoints × answers', () => {
       access: DEFAULT_CONFIG,
       source: new StaticSource(fixtureIndex()),
       logger,
+      // Every refusal line at info, so that the log checks below do not depend on the order of the tests.
+      refusalSample: Number.MAX_SAFE_INTEGER,
     });
     await server.firstLoad;
   });
@@ -339,6 +341,65 @@ describe('svc-auth endpoints × answers', () => {
     });
   });
 
+  describe('ambiguous or broken input fails closed on every endpoint, through the front and through node:http', () => {
+    type H = readonly (readonly [string, string])[];
+    /** Status of a raw request (HTTP/1.1 goes to the front, HTTP/1.0 is handed to node:http). */
+    const raw = (version: string, method: string, path: string, headers: H) => {
+      const { hostname, port } = new URL(server.url);
+      return new Promise<number>((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => {
+          socket.end(`${method} ${path} ${version}\r\nHost: x\r\n${headers.map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n`);
+        });
+        let text = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (c: string) => (text += c));
+        socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1] ?? 0)));
+        socket.on('error', reject);
+      });
+    };
+    const STATION = '/oapi/collections/stations/items/0-20000-0-12345';
+    const url = (p: string) => `http://data.example.org${p}`;
+    // Short lines, so that 2,000 of them stay within node:http's 16 KiB head limit (past it: 431).
+    const many = (n: number): H => Array.from({ length: n }, () => ['a', ''] as const);
+    // [what, method, endpoint path, headers, status]: 403 is the nginx endpoints' malformed answer, 400 the others'.
+    const CASES: readonly [string, string, string, H, number][] = [
+      ['auth-request: X-Original-URL open, X-Original-URI closed', 'GET', '/authz/auth-request', [['X-Original-URL', url(WAF_OPEN)], ['X-Original-URI', WAF_TOPIC], ['X-Original-Method', 'GET']], 403],
+      ['auth-request: X-Original-URL closed, X-Original-URI open', 'GET', '/authz/auth-request', [['X-Original-URL', url(WAF_TOPIC)], ['X-Original-URI', WAF_OPEN], ['X-Original-Method', 'GET']], 403],
+      ['auth-request: the two name the same path, spelt differently: decided', 'GET', '/authz/auth-request', [['X-Original-URL', url(WAF_TOPIC)], ['X-Original-URI', WAF_TOPIC.replace('/wis/', '/./wis//')], ['X-Original-Method', 'GET']], 401],
+      ['auth-request: same path, different query', 'GET', '/authz/auth-request', [['X-Original-URL', url(`${WAF_OPEN}?a=1`)], ['X-Original-URI', WAF_OPEN], ['X-Original-Method', 'GET']], 403],
+      ['auth-request: an empty X-Original-URI copy, then a real one', 'GET', '/authz/auth-request', [['X-Original-URI', ''], ['X-Original-URI', WAF_OPEN], ['X-Original-Method', 'GET']], 403],
+      ['auth-request: an empty X-Original-Method copy, then GET', 'GET', '/authz/auth-request', [['X-Original-URI', STATION], ['X-Original-Method', ''], ['X-Original-Method', 'GET']], 403],
+      ['auth-request: no X-Original-Method on a stations write target (governed as unsafe)', 'GET', '/authz/auth-request', [['X-Original-URI', STATION]], 401],
+      ['auth-request: no X-Original-Method on a process (governed)', 'GET', '/authz/auth-request', [['X-Original-URL', url(PROCESS)]], 401],
+      ['auth-request: no X-Original-Method on open data (open for every method)', 'GET', '/authz/auth-request', [['X-Original-URI', WAF_OPEN]], 200],
+      ['auth-request: X-HTTP-Method-Override names another method', 'GET', '/authz/auth-request', [['X-Original-URI', STATION], ['X-Original-Method', 'GET'], ['X-HTTP-Method-Override', 'DELETE']], 403],
+      ['auth-request: X-HTTP-Method names another method', 'GET', '/authz/auth-request', [['X-Original-URI', STATION], ['X-Original-Method', 'GET'], ['X-HTTP-Method', 'PUT']], 403],
+      ['auth-request: X-Method-Override names another method', 'GET', '/authz/auth-request', [['X-Original-URI', STATION], ['X-Original-Method', 'GET'], ['X-Method-Override', 'PATCH']], 403],
+      ['auth-request: an override naming the stated method (any case) changes nothing', 'GET', '/authz/auth-request', [['X-Original-URI', STATION], ['X-Original-Method', 'GET'], ['X-HTTP-Method-Override', 'get']], 200],
+      ['auth-request: two override headers that disagree', 'GET', '/authz/auth-request', [['X-Original-URI', STATION], ['X-Original-Method', 'POST'], ['X-HTTP-Method-Override', 'POST'], ['X-Method-Override', 'GET']], 403],
+      ['auth-request: two X-Original-Method headers', 'GET', '/authz/auth-request', [['X-Original-URI', STATION], ['X-Original-Method', 'GET'], ['X-Original-Method', 'GET']], 403],
+      ['auth-request: a case variant of a closed path', 'GET', '/authz/auth-request', [['X-Original-URI', WAF_TOPIC.replace('/origin/a/', '/Origin/A/')], ['X-Original-Method', 'GET']], 401],
+      ['auth-request: a case variant of a stations write', 'GET', '/authz/auth-request', [['X-Original-URI', '/OAPI/Collections/STATIONS/items'], ['X-Original-Method', 'POST']], 401],
+      ['auth-request: a # in the target', 'GET', '/authz/auth-request', [['X-Original-URI', `${WAF_OPEN}#x`], ['X-Original-Method', 'GET']], 403],
+      ['auth-request: 2,000 header lines (node:http would drop the rest)', 'GET', '/authz/auth-request', [['X-Original-URI', WAF_OPEN], ['X-Original-Method', 'GET'], ...many(1998)], 403],
+      ['authorize: no X-Api-Http-Method on a stations write target (governed as unsafe)', 'GET', '/authorize', [['X-Original-URI', STATION]], 401],
+      ['authorize: X-Api-Http-Method GET and an override DELETE', 'GET', '/authorize', [['X-Original-URI', STATION], ['X-Api-Http-Method', 'GET'], ['X-HTTP-Method-Override', 'DELETE']], 403],
+      ['authorize: X-Original-URL is not its header (not read)', 'GET', '/authorize', [['X-Original-URI', WAF_TOPIC], ['X-Original-URL', url(WAF_OPEN)], ['X-Api-Http-Method', 'GET']], 401],
+      ['forward-auth: no X-Forwarded-Method on a stations write target (governed as unsafe)', 'GET', '/authz/forward-auth', [['X-Forwarded-Uri', STATION]], 401],
+      ['forward-auth: X-Forwarded-Prefix set (the path was rewritten)', 'GET', '/authz/forward-auth', [['X-Forwarded-Uri', '/collections/stations/items'], ['X-Forwarded-Prefix', '/oapi'], ['X-Forwarded-Method', 'POST']], 400],
+      ['forward-auth: an override naming another method', 'GET', '/authz/forward-auth', [['X-Forwarded-Uri', STATION], ['X-Forwarded-Method', 'GET'], ['X-HTTP-Method-Override', 'DELETE']], 400],
+      ['forward-auth: two X-Forwarded-Uri', 'GET', '/authz/forward-auth', [['X-Forwarded-Uri', WAF_OPEN], ['X-Forwarded-Uri', WAF_TOPIC], ['X-Forwarded-Method', 'GET']], 400],
+      ['ext-authz: X-Envoy-Original-Path names another target', 'GET', `/authz/ext-authz${WAF_TOPIC}`, [['X-Envoy-Original-Path', WAF_OPEN]], 400],
+      ['ext-authz: X-Envoy-Original-Path names the same target: decided', 'GET', `/authz/ext-authz${WAF_TOPIC}`, [['X-Envoy-Original-Path', WAF_TOPIC]], 401],
+      ['ext-authz: an override naming another method', 'GET', `/authz/ext-authz${STATION}`, [['X-HTTP-Method-Override', 'PUT']], 400],
+      ['ext-authz: a case variant of a process', 'POST', '/authz/ext-authz/oapi/processes/SVC-synop2bufr/execution', [], 401],
+    ];
+    it.each(CASES)('%s', async (_what, method, path, headers, status) => {
+      expect(await raw('HTTP/1.1', method, path, headers)).toBe(status);
+      expect(await raw('HTTP/1.0', method, path, headers)).toBe(status);
+    });
+  });
+
   it('health and readiness are served by the app; /metrics is not on the main port', async () => {
     expect((await http(server.url, 'GET', '/healthz', {})).status).toBe(200);
     const ready = await http(server.url, 'GET', '/readyz', {});
@@ -383,6 +444,44 @@ describe('svc-auth endpoints × answers', () => {
     // Booleans, so that a failure cannot print the log (and the token in it).
     expect(log.text.includes('token=')).toBe(false);
     expect(/authorization|bearer |basic /i.test(log.text)).toBe(false);
+  });
+});
+
+describe('svc-auth refusal lines', () => {
+  it('a refusal flood writes a bounded sample of lines and one "requests refused" line per key, whatever its size', async () => {
+    const log = new Capture();
+    const { logger } = createLogger('info', log);
+    const server = await startServer({
+      listen: { host: '127.0.0.1', port: 0 },
+      metricsListen: { host: '127.0.0.1', port: 0 },
+      access: DEFAULT_CONFIG,
+      source: new StaticSource(fixtureIndex()),
+      logger,
+      usageWindowMs: 0,
+      refusalSample: 5,
+    });
+    await server.firstLoad;
+    const flood = 300;
+    for (let i = 0; i < flood; i++) {
+      const kind = i % 3;
+      const a = await ask(server.url, 'auth-request', kind === 0 ? { target: WAF_TOPIC } : kind === 1 ? { target: WAF_TOPIC, authorization: bearer(T_UNKNOWN) } : { target: `${WAF_TOPIC}#x` });
+      expect(a.status).toBe(kind === 2 ? 403 : 401);
+    }
+    await server.shutdown();
+    const lines = log.text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => l.msg === 'decision').length).toBe(5);
+    const summary = lines.filter((l) => l.msg === 'requests refused').map((l) => [l.outcome, l.scope ?? null, l.why ?? null, l.reason ?? null, l.refused]);
+    expect(summary.sort()).toEqual(
+      [
+        ['no-token', scopeKey(TOPIC), null, null, flood / 3],
+        ['invalid-token', scopeKey(TOPIC), 'unknown', null, flood / 3],
+        ['malformed', null, null, 'the request target has a "#"', flood / 3],
+      ].sort(),
+    );
+    expect(lines.find((l) => String(l.msg).startsWith('refusal lines sampled'))).toMatchObject({ written: 5, notWritten: flood - 5 });
+    // About 260 bytes a refusal before; now the sample and the summary only, however many refusals there are.
+    expect(log.text.length).toBeLessThan(5 * 400 + 5 * 400);
+    expect(log.text.includes(T_UNKNOWN)).toBe(false);
   });
 });
 

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler, type ServingState } from './auth-endpoints.js';
 import { installFront, MAX_HEADERS_COUNT } from './http-front.js';
+import { Refusals } from './refusals.js';
 import { TokenUsage } from './token-usage.js';
 import { AuthMetrics } from './metrics.js';
 import type { HostPort } from './options.js';
@@ -21,8 +22,10 @@ export interface ServerOptions {
   readonly metrics?: AuthMetrics;
   /** How long SIGTERM waits for in-flight requests before closing what is left. */
   readonly drainTimeoutMs?: number;
-  /** How often grants are summarized in "tokens used" info lines; default a minute, 0: only at shutdown. */
+  /** How often grants and refusals are summarized ("tokens used", "requests refused" info lines); default a minute, 0: only at shutdown. */
   readonly usageWindowMs?: number;
+  /** Individual refusal lines written at info per window (the rest are counted; default 20). */
+  readonly refusalSample?: number;
 }
 
 export interface RunningServer {
@@ -92,7 +95,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   const usage = new TokenUsage(logger, options.usageWindowMs ?? 60_000);
-  const auth = createAuthHandler({ access: options.access, state, metrics, logger, usage, cacheMaxAge: options.cacheMaxAge ?? 30 });
+  const refusals = new Refusals(logger, { windowMs: options.usageWindowMs ?? 60_000, ...(options.refusalSample !== undefined ? { sample: options.refusalSample } : {}) });
+  const auth = createAuthHandler({ access: options.access, state, metrics, logger, usage, refusals, cacheMaxAge: options.cacheMaxAge ?? 30 });
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!auth(req, res)) {
       if (state.draining) res.shouldKeepAlive = false;
@@ -175,6 +179,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await closed;
       clearTimeout(force);
       usage.stop();
+      refusals.stop();
       await source.stop();
       await new Promise<void>((resolve) => {
         metricsServer.close(() => resolve());
