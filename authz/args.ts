@@ -18,6 +18,8 @@ export interface AuthConfig {
   readonly logLevel: LogLevel;
   /** Seconds an nginx decision cache may keep an allow (X-Accel-Expires); 0 disables caching. */
   readonly cacheMaxAge: number;
+  /** Individual refusal lines written at info per minute; the rest are summed in "requests refused" lines. */
+  readonly refusalSample: number;
 }
 
 export interface Output {
@@ -66,6 +68,7 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     .option('--api-prefix <path>', 'path prefix of the OGC API', '/oapi')
     .option('--token-query-param <name>', 'query argument that carries a token; "" disables query tokens', 'token')
     .option('--cache-max-age <seconds>', 'longest an nginx/ingress-nginx auth cache may keep an allow (X-Accel-Expires; refusals are never cached); 0 disables', '30')
+    .option('--refusal-log-sample <lines>', 'refusals logged one line each per minute at info; every refusal is counted in "requests refused" lines', '20')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .version(version(), '-V, --version')
     .helpOption('-h, --help')
@@ -93,6 +96,7 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     apiPrefix: string;
     tokenQueryParam: string;
     cacheMaxAge: string;
+    refusalLogSample: string;
     logLevel: LogLevel;
   }>();
   try {
@@ -130,7 +134,10 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     if (!/^\d{1,5}$/.test(o.cacheMaxAge) || Number(o.cacheMaxAge) > 86400) {
       throw new UsageError(`--cache-max-age ${JSON.stringify(o.cacheMaxAge)}: give whole seconds from 0 (no caching) to 86400, e.g. 30`);
     }
-    return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge) };
+    if (!/^\d{1,7}$/.test(o.refusalLogSample)) {
+      throw new UsageError(`--refusal-log-sample ${JSON.stringify(o.refusalLogSample)}: give a whole number of lines per minute, e.g. 20 (0: only the per-minute sums)`);
+    }
+    return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample) };
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(`svc-auth: ${e.message}\n${HINT}\n`);

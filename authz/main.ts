@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const source = sourceFor(parsed.source);
   let server: RunningServer;
   try {
-    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, cacheMaxAge: parsed.cacheMaxAge, source, logger });
+    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, cacheMaxAge: parsed.cacheMaxAge, refusalSample: parsed.refusalSample, source, logger });
   } catch (e) {
     logger.fatal({ err: e }, 'cannot start');
     await close();

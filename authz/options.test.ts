@@ -49,8 +49,11 @@ describe('parseArgs', () => {
       source: { kind: 'scopes-dir' },
       logLevel: 'info',
       cacheMaxAge: 30,
+      refusalSample: 20,
     });
     expect(parseArgs(['--scopes-dir', '.', '--cache-max-age', '0'], sink)).toMatchObject({ cacheMaxAge: 0 });
+    expect(parseArgs(['--scopes-dir', '.', '--refusal-log-sample', '0'], sink)).toMatchObject({ refusalSample: 0 });
+    expect(parseArgs(['--scopes-dir', '.', '--refusal-log-sample', 'many'], sink)).toEqual({ exit: 2 });
   });
 
   it('takes a snapshot file whose directory exists, even before the file does', () => {
