@@ -362,8 +362,11 @@ describeCluster('Helm chart charts/svc', () => {
     });
 
     it('accepts deploy/ingress-nginx/ingress.yaml, whose auth-url names the chart\'s svc-auth Service, port and endpoint', async () => {
-      const [ingress, ...more] = parseManifests(readFileSync(join(repoRoot, 'deploy', 'ingress-nginx', 'ingress.yaml'), 'utf8'));
+      const [ingress, headers, ...more] = parseManifests(readFileSync(join(repoRoot, 'deploy', 'ingress-nginx', 'ingress.yaml'), 'utf8'));
       expect(more).toHaveLength(0);
+      // The auth subrequest's X-Original-URI is set to the request URI (it must agree with X-Original-URL).
+      expect(ingress!.metadata.annotations?.['nginx.ingress.kubernetes.io/auth-proxy-set-headers']).toBe(`${headers!.metadata.namespace}/${headers!.metadata.name}`);
+      expect((headers as Manifest & { data: Record<string, string> }).data).toEqual({ 'X-Original-URI': '$request_uri' });
       const chartNs = ingress!.metadata.namespace!;
       const svcAuth = ofKind(helmTemplate(helm, { namespace: chartNs }).manifests, 'Service', 'svc-auth')[0] as Manifest & { spec: { ports: { name: string; port: number }[] } };
       const port = svcAuth.spec.ports.find((p) => p.name === 'http')!.port;
@@ -371,7 +374,7 @@ describeCluster('Helm chart charts/svc', () => {
       expect(url).toBe(`http://svc-auth.${chartNs}.svc.cluster.local:${port}/authz/auth-request`);
       expect(url).not.toMatch(/[%#;+]/); // ingress-nginx refuses these in auth-url
       const ns = await newNamespace('deploy-dry');
-      const applied = applyManifests(kubeconfigPath(), [{ ...ingress!, metadata: { ...ingress!.metadata, namespace: ns } }], { dryRun: true });
+      const applied = applyManifests(kubeconfigPath(), [ingress!, headers!].map((m) => ({ ...m, metadata: { ...m.metadata, namespace: ns } })), { dryRun: true });
       expect({ status: applied.status, stderr: applied.stderr }).toEqual({ status: 0, stderr: '' });
     });
 
