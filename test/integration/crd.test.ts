@@ -115,7 +115,7 @@ describeCluster('ProtectedScope CRD', () => {
     });
 
     it('all three scope fields', async () => {
-      const msg = await rejection(scope({ topicHierarchy: 'a.b', metadataId: 'urn:a', path: 'collections/stations' }));
+      const msg = await rejection(scope({ topicHierarchy: 'a.b', metadataId: 'urn:a', path: 'collections/stations', tokens: [] }));
       expect(msg).toContain('exactly one of spec.topicHierarchy, spec.metadataId or spec.path');
     });
 
