@@ -14,6 +14,11 @@ export interface IndexedScope {
    * case variants). The ConfigMap source rebuilds such entries whole rather than by difference.
    */
   readonly merged?: true;
+  /**
+   * Set on the stand-in for a write path that no path scope covers (decide's default-closed rule): it holds
+   * no token, so nothing it governs is granted. Never in an index.
+   */
+  readonly byDefault?: true;
 }
 
 interface TopicNode {

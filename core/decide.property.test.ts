@@ -26,12 +26,18 @@ interface Grant {
   readonly scope: Scope;
   readonly token: number; // index into POOL, or -1 for FRESH
   readonly expiresAt: string | undefined;
+  /** No token at all, `closed: true` instead (token and expiresAt are ignored). */
+  readonly closedOnly?: true;
 }
 const plain = (g: Grant) => (g.token < 0 ? FRESH : POOL[g.token]!);
 
 function indexOf(grants: readonly Grant[]): AccessIndex {
   const objects = grants.map((g, i) => {
     const hash = hashToken(plain(g));
+    if (g.closedOnly) {
+      const o = newProtectedScope(g.scope, `o-${i}`, 'svc', []);
+      return { ...o, spec: { ...o.spec, closed: true } };
+    }
     return newProtectedScope(g.scope, `o-${i}`, 'svc', [{ id: tokenIdOf(hash), hash, createdAt: PAST, ...(g.expiresAt ? { expiresAt: g.expiresAt } : {}) }]);
   });
   const s = compileSnapshot(objects);
@@ -77,6 +83,19 @@ function refCandidates(scopes: readonly Scope[], method: string | null, rawSegme
   return [];
 }
 
+/**
+ * The default-closed write paths (ACCESS-RULES.md): the key of the stand-in that governs a stations write or
+ * a process request (not OPTIONS) that no path scope covers, else undefined.
+ */
+function refDefault(method: string | null, rawSegments: readonly string[]): string | undefined {
+  const segments = rawSegments.map((s) => s.toLowerCase());
+  const [prefix, resource, id] = segments;
+  if (prefix !== DEFAULT_CONFIG.apiPrefix[0] || id === undefined) return undefined;
+  if (resource === 'collections' && id === 'stations' && !(method !== null && SAFE.includes(method))) return 'path:collections/stations';
+  if (resource === 'processes' && method !== 'OPTIONS') return /^[a-z0-9_]+(-[a-z0-9_]+)*$/.test(id) ? `path:processes/${id}` : 'path:processes';
+  return undefined;
+}
+
 interface RefAnswer {
   readonly outcome: Decision['outcome'];
   readonly governing: string[];
@@ -94,25 +113,30 @@ function refDecide(grants: readonly Grant[], method: string | null, target: stri
     const key = scopeKey(g.scope);
     scopes.set(key, g.scope);
     const m = tokens.get(key) ?? new Map<string, number>();
+    tokens.set(key, m);
+    if (g.closedOnly) continue;
     const at = g.expiresAt === undefined ? Infinity : Date.parse(g.expiresAt);
     const h = hashTokenHex(plain(g));
     m.set(h, Math.max(m.get(h) ?? -Infinity, at));
-    tokens.set(key, m);
   }
   const candidates = refCandidates([...scopes.values()], method, t.segments);
-  if (candidates.length === 0) return { outcome: 'open', governing: [], grantingScopes: [] };
+  const fallback = candidates.length === 0 ? refDefault(method, t.segments) : undefined;
+  if (candidates.length === 0 && fallback === undefined) return { outcome: 'open', governing: [], grantingScopes: [] };
   // Step 3: the deepest closed candidates (per kind; two kinds govern together).
   const depth = (s: Scope) => scopeLevels(s).length;
   const governingScopes = candidates.filter((c) => candidates.every((o) => o.kind !== c.kind || depth(o) <= depth(c)));
-  const governing = governingScopes.map(scopeKey).sort();
+  const governing = fallback !== undefined ? [fallback] : governingScopes.map(scopeKey).sort();
   const cred = extractCredential(t.query, authorization, DEFAULT_CONFIG.tokenParam);
   const answer = (outcome: Decision['outcome'], grantingScopes: string[] = []): RefAnswer => ({ outcome, governing, grantingScopes });
   if (cred.kind === 'none') return answer('no-token');
   if (cred.kind === 'malformed' || !isPlausibleToken(cred.token)) return answer('invalid-token');
   const h = hashTokenHex(cred.token);
-  const granting = governing.filter((k) => (tokens.get(k)!.get(h) ?? -Infinity) > NOW);
+  // The default stand-in holds no token (and shares its key with no closed scope of the world: it governs
+  // only when no such scope is a candidate).
+  const held = (k: string) => (fallback === undefined ? tokens.get(k) : undefined);
+  const granting = governing.filter((k) => (held(k)?.get(h) ?? -Infinity) > NOW);
   if (granting.length > 0) return answer('granted', granting);
-  if (governing.some((k) => tokens.get(k)!.has(h))) return answer('invalid-token');
+  if (governing.some((k) => held(k)?.has(h))) return answer('invalid-token');
   if ([...tokens.values()].some((m) => (m.get(h) ?? -Infinity) > NOW)) return answer('insufficient-scope');
   return answer('invalid-token');
 }
@@ -129,11 +153,11 @@ const scopeArb: fc.Arbitrary<Scope> = fc.oneof(
   processArb.map((p): Scope => ({ kind: 'path', value: `processes/${p}` })),
   fc.constant<Scope>({ kind: 'path', value: 'collections/stations' }),
 );
-const grantArb: fc.Arbitrary<Grant> = fc.record({
-  scope: scopeArb,
-  token: fc.nat({ max: POOL.length - 1 }),
-  expiresAt: fc.constantFrom(undefined, undefined, PAST, FUTURE),
-});
+const grantArb: fc.Arbitrary<Grant> = fc.oneof(
+  { arbitrary: fc.record({ scope: scopeArb, token: fc.nat({ max: POOL.length - 1 }), expiresAt: fc.constantFrom(undefined, undefined, PAST, FUTURE) }), weight: 6 },
+  // A scope closed by `closed: true` with no token (an embargo).
+  { arbitrary: scopeArb.map((scope): Grant => ({ scope, token: 0, expiresAt: undefined, closedOnly: true })), weight: 1 },
+);
 const worldArb = fc.array(grantArb, { maxLength: 8 });
 
 /** null: the proxy did not state the original method. */
@@ -239,11 +263,11 @@ describe('case variants are never less protected', () => {
 });
 
 describe('(a) adding a token to one scope never changes the answer outside that scope', () => {
-  it('every request the scope is not a candidate for gets the identical decision before and after', () => {
+  it('every request the scope is not a candidate for gets the identical decision before and after (a token, or closed: true)', () => {
     fc.assert(
-      fc.property(worldArb, scopeArb, fc.constantFrom(undefined, PAST, FUTURE), requestsArb, (grants, scope, expiresAt, requests) => {
+      fc.property(worldArb, scopeArb, fc.constantFrom(undefined, PAST, FUTURE), fc.boolean(), requestsArb, (grants, scope, expiresAt, closedOnly, requests) => {
         const before = indexOf(grants);
-        const afterGrants = [...grants, { scope, token: -1, expiresAt }];
+        const afterGrants: Grant[] = [...grants, closedOnly ? { scope, token: -1, expiresAt: undefined, closedOnly: true } : { scope, token: -1, expiresAt }];
         const after = indexOf(afterGrants);
         for (const r of requests.map(toReq)) {
           const t = normalizeTarget(r.target);
@@ -409,7 +433,7 @@ describe('(c) open scopes never consult tokens', () => {
       fc.property(worldArb, methodArb, pathArb, anyQuery, anyAuth, (grants, method, p, query, authorization) => {
         const t = normalizeTarget(p);
         // A query with raw whitespace or controls makes the whole target malformed (refused), not open.
-        fc.pre(t.ok && normalizeTarget(p + query).ok && refCandidates(closedScopes(grants), method, t.segments).length === 0);
+        fc.pre(t.ok && normalizeTarget(p + query).ok && refCandidates(closedScopes(grants), method, t.segments).length === 0 && refDefault(method, t.segments) === undefined);
         let read = false;
         const req = {
           method,

@@ -73,16 +73,33 @@ const world = indexOf([
 const CORE_FILE = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/weather/x.bufr4';
 const OBS_FILE = '/data/2026-11-21/wis/urn:wmo:md:mw-met:obs/x.bufr4';
 
-describe('everything is open by default', () => {
+const OPEN_PATHS: AccessConfig = { ...DEFAULT_CONFIG, openPathsByDefault: true };
+
+describe('data is open by default; process execution and stations writes are closed by default', () => {
   it.each([
     ['GET', CORE_FILE],
     ['DELETE', CORE_FILE],
-    ['POST', '/oapi/collections/stations/items'],
-    ['POST', '/oapi/processes/svc-synop2bufr/execution'],
+    ['GET', '/oapi/collections/stations/items'],
+    ['OPTIONS', '/oapi/processes/svc-synop2bufr/execution'],
     ['GET', '/oapi/collections/urn:wmo:md:mw-met:obs/items'],
     ['GET', '/anything/else'],
   ])('with no closed scope, %s %s is open', (method, target) => {
     expect(outcome(ask(EMPTY_INDEX, method, target))).toBe('open');
+  });
+  it.each([
+    ['POST', '/oapi/collections/stations/items', 'path:collections/stations'],
+    ['DELETE', '/oapi/collections/stations/items/x', 'path:collections/stations'],
+    ['POST', '/oapi/processes/svc-synop2bufr/execution', 'path:processes/svc-synop2bufr'],
+    ['GET', '/oapi/processes/svc-synop2bufr', 'path:processes/svc-synop2bufr'],
+    ['POST', '/oapi/processes/Weird.Id/execution', 'path:processes'],
+  ])('with no closed scope, %s %s is denied (401), governed by the default %s', (method, target, key) => {
+    const d = ask(EMPTY_INDEX, method, target);
+    expect(outcome(d)).toBe('no-token');
+    expect(governing(d)).toEqual([key]);
+    // No token grants it: the default holds none.
+    expect(outcome(ask(world, method, target.replace('svc-synop2bufr', 'other-process'), bearer(T.svc)))).not.toBe('granted');
+    // --open-paths-by-default: open until the first token, as before.
+    expect(outcome(ask(EMPTY_INDEX, method, target, undefined, OPEN_PATHS))).toBe('open');
   });
   it('an index with only other scopes closed leaves unrelated data open', () => {
     expect(ask(world, 'GET', '/data/2026-11-21/wis/origin/b/x.bufr4')).toEqual({ outcome: 'open', area: 'waf', path: pathOf('/data/2026-11-21/wis/origin/b/x.bufr4') });
@@ -210,7 +227,6 @@ describe('API collections: the id as a topic (at ".") and as a dataset (at ":")'
     ['a dataset extended with "."', '/oapi/collections/urn:wmo:md:mw-met:obs.x'],
     ['the collection list', '/oapi/collections'],
     ['not under collections', '/oapi/things/origin.a.wis2.mw-met.data.core'],
-    ['another API resource', '/oapi/processes/origin.a.wis2.mw-met.data.core'],
   ])('not governed: %s', (_what, target) => {
     expect(outcome(ask(world, 'GET', target))).toBe('open');
   });
@@ -261,8 +277,11 @@ describe('stations: GET/HEAD/OPTIONS open; POST/PUT/PATCH/DELETE and any other m
     expect(governing(ask(world, 'POST', target))).toEqual([scopeKey(STATIONS)]);
     expect(outcome(ask(world, 'GET', target))).toBe('open');
   });
-  it('writes are open while collections/stations is open', () => {
-    expect(outcome(ask(indexOf([{ scope: SVC, token: T.svc }]), 'POST', '/oapi/collections/stations/items'))).toBe('open');
+  it('writes are closed by default while collections/stations has no token, open with --open-paths-by-default', () => {
+    const index = indexOf([{ scope: SVC, token: T.svc }]);
+    expect(governing(ask(index, 'POST', '/oapi/collections/stations/items'))).toEqual(['path:collections/stations']);
+    expect(outcome(ask(index, 'POST', '/oapi/collections/stations/items', bearer(T.svc)))).toBe('insufficient-scope');
+    expect(outcome(ask(index, 'POST', '/oapi/collections/stations/items', undefined, OPEN_PATHS))).toBe('open');
   });
 });
 
@@ -279,8 +298,12 @@ describe('processes: processes/<p> governs ids equal to p or starting with p-; O
   it.each(['Svc-synop2bufr', 'SVC-SYNOP2BUFR', 'svc-Csv2bufr'])('processes/svc covers the case variant %s', (id) => {
     expect(governing(ask(world, 'POST', `/OAPI/processes/${id}/execution`))).toEqual([scopeKey(SVC)]);
   });
-  it.each(['svcx', 'svc_synop2bufr', 'xsvc-synop2bufr', 'SVCX-synop2bufr', 'sv', 'svc.synop2bufr'])('processes/svc does not cover %s', (id) => {
-    expect(outcome(ask(world, 'POST', `/oapi/processes/${id}/execution`))).toBe('open');
+  it.each(['svcx', 'svc_synop2bufr', 'xsvc-synop2bufr', 'SVCX-synop2bufr', 'sv', 'svc.synop2bufr'])('processes/svc does not cover %s (closed by default instead; open with --open-paths-by-default)', (id) => {
+    const d = ask(world, 'POST', `/oapi/processes/${id}/execution`);
+    expect(outcome(d)).toBe('no-token');
+    expect(governing(d)).not.toContain(scopeKey(SVC));
+    expect(outcome(ask(world, 'POST', `/oapi/processes/${id}/execution`, bearer(T.svc)))).not.toBe('granted');
+    expect(outcome(ask(world, 'POST', `/oapi/processes/${id}/execution`, undefined, OPEN_PATHS))).toBe('open');
   });
   it('OPTIONS (CORS preflight) is open', () => {
     expect(outcome(ask(world, 'OPTIONS', '/oapi/processes/svc-synop2bufr/execution'))).toBe('open');
@@ -721,7 +744,9 @@ describe('decideForScope (the CLI’s has-access-topic)', () => {
     expect(outcome(decideForScope(world, CORE, T.unknown, NOW))).toBe('invalid-token');
     expect(outcome(decideForScope(world, CORE, '', NOW))).toBe('invalid-token');
     expect(outcome(decideForScope(world, topic('origin.a'), T.obs, NOW))).toBe('open');
-    expect(outcome(decideForScope(world, path('processes/svcx'), T.obs, NOW))).toBe('open');
+    expect(outcome(decideForScope(world, path('processes/svcx'), T.obs, NOW))).toBe('insufficient-scope');
+    expect(governing(decideForScope(world, path('processes/svcx'), T.obs, NOW))).toEqual(['path:processes/svcx']);
+    expect(outcome(decideForScope(world, path('processes/svcx'), T.obs, NOW, true))).toBe('open');
     expect(outcome(decideForScope(world, dataset('urn:wmo:md:mw-met:obs2'), T.obs, NOW))).toBe('open');
   });
   it('agrees with decide on the scope’s own data', () => {

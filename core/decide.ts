@@ -17,6 +17,11 @@ export interface AccessConfig {
   readonly apiPrefix: readonly string[];
   /** The query argument that carries a token; null disables query tokens. */
   readonly tokenParam: string | null;
+  /**
+   * Process execution and stations writes are closed by default: with no path scope holding a token for
+   * them they are denied. True restores "open until the first token" (`--open-paths-by-default`).
+   */
+  readonly openPathsByDefault?: boolean;
 }
 
 export interface AccessRequest {
@@ -87,13 +92,15 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
 
 
 /** What the CLI's has-access-topic answers: the decision for a request to the scope's own data. */
-export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number): Decision {
+export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number, openPathsByDefault = false): Decision {
   const found = new Candidates();
   const value = foldCase(scope.value);
   if (scope.kind === 'topic') found.topicRuns(index, value.split('.'));
   else if (scope.kind === 'dataset') found.datasetPrefixes(index, value);
   else if (value.startsWith('processes/')) found.processPrefixes(index, value.slice('processes/'.length));
   else found.add(index.paths.get(value));
+  // A path scope's own requests are writes (an execution, a stations write): closed by default.
+  if (scope.kind === 'path' && found.none && !openPathsByDefault) found.add(byDefault(value));
   const area: Area = scope.kind === 'path' ? 'api' : 'other';
   const scopes = found.mostSpecific();
   if (scopes.length === 0) return { outcome: 'open', area, path: '' };
@@ -175,16 +182,31 @@ function governingFor(index: AccessIndex, config: AccessConfig, method: string |
     const safe = method !== null && SAFE_METHODS.has(method);
     if (resource === 'collections' && id !== undefined) {
       if (id === 'stations') {
-        if (!safe) found.add(index.paths.get('collections/stations'));
+        if (!safe) found.add(index.paths.get('collections/stations') ?? (config.openPathsByDefault ? undefined : DEFAULT_STATIONS_SCOPE));
       } else if (!(id === 'discovery-metadata' && safe)) {
         found.topicRuns(index, id.split('.'));
         found.datasetPrefixes(index, id);
       }
     } else if (resource === 'processes' && id !== undefined && method !== 'OPTIONS') {
       found.processPrefixes(index, id);
+      if (found.none && !config.openPathsByDefault) found.add(defaultProcessScope(id));
     }
   }
   return { area, scopes: found.mostSpecific() };
+}
+
+/**
+ * The stand-ins for write paths no path scope covers (ACCESS-RULES.md: process execution and stations
+ * writes are closed by default). Each names the scope a token would have to be added to; they hold no token.
+ */
+const byDefault = (value: string): IndexedScope => ({ scope: { kind: 'path', value }, key: `path:${value}`, depth: 0, byDefault: true });
+export const DEFAULT_STATIONS_SCOPE: IndexedScope = byDefault('collections/stations');
+const PROCESS_ID = /^[a-z0-9_]+(-[a-z0-9_]+)*$/;
+const DEFAULT_PROCESSES_SCOPE = byDefault('processes');
+
+/** The default-closed stand-in for a process: `processes/<id>` when the id could be a scope's, else `processes`. */
+function defaultProcessScope(id: string): IndexedScope {
+  return id.length <= 200 && PROCESS_ID.test(id) ? byDefault(`processes/${id}`) : DEFAULT_PROCESSES_SCOPE;
 }
 
 /**
@@ -195,6 +217,10 @@ const NO_SCOPES: readonly IndexedScope[] = Object.freeze([]);
 
 class Candidates {
   private hits: IndexedScope[] | undefined;
+
+  get none(): boolean {
+    return this.hits === undefined;
+  }
 
   add(entry: IndexedScope | undefined): void {
     if (entry) (this.hits ??= []).push(entry);

@@ -199,6 +199,11 @@ describe('helpers', () => {
 });
 
 describe('strict: a field the schema does not know, or tokens not stated, is an error (never "no tokens")', () => {
+  it('closed is a boolean', () => {
+    expect(fields(object({ topicHierarchy: 'a', tokens: [], closed: true }))).toEqual([]);
+    expect(fields(object({ topicHierarchy: 'a', tokens: [], closed: false }))).toEqual([]);
+    expect(fields(object({ topicHierarchy: 'a', tokens: [], closed: 'yes' }))).toEqual(['spec.closed']);
+  });
   it('tokens must be stated; an empty list is a statement', () => {
     expect(fields(object({ topicHierarchy: 'a', tokens: undefined }))).toEqual(['spec.tokens']);
     expect(fields(object({ topicHierarchy: 'a', tokens: [] }))).toEqual([]);

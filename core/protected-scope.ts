@@ -26,6 +26,8 @@ export type ProtectedScopeSpec = (
 ) & {
   /** Required in every manifest the CRD or core validates; absent only on objects stored before that rule. */
   readonly tokens?: readonly TokenRecord[];
+  /** Keeps the scope closed with zero tokens (an embargoed dataset whose tokens come later). */
+  readonly closed?: boolean;
 };
 
 export interface Condition {
@@ -86,6 +88,11 @@ export function specFor(scope: Scope, tokens: readonly TokenRecord[]): Protected
   return { [field]: scope.value, tokens } as unknown as ProtectedScopeSpec;
 }
 
+/** Whether the object says `closed: true` (the scope stays closed whatever its tokens). */
+export function closedByFlag(ps: ProtectedScope): boolean {
+  return ps.spec.closed === true;
+}
+
 export function tokensOf(ps: ProtectedScope): readonly TokenRecord[] {
   return ps.spec.tokens ?? [];
 }
@@ -114,7 +121,7 @@ export function isDateTime(v: unknown): v is string {
  * not load as a scope with no tokens, which would open it.
  */
 export const TOP_LEVEL_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec', 'status'] as const;
-export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens'] as const;
+export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens', 'closed'] as const;
 /** Spec fields that must be stated: an empty token list is a statement, a missing one may be a typo. */
 export const REQUIRED_SPEC_FIELDS = ['tokens'] as const;
 export const TOKEN_FIELDS = ['id', 'hash', 'description', 'createdAt', 'expiresAt'] as const;
@@ -171,6 +178,7 @@ export function validateProtectedScope(obj: unknown): Result<ProtectedScope, Fie
     const checked = typeof value === 'string' ? checkScope({ kind, value }) : err('must be a string');
     if (!checked.ok) fail(`spec.${SCOPE_FIELD[kind]}`, checked.error);
   }
+  if (spec.closed !== undefined && typeof spec.closed !== 'boolean') fail('spec.closed', 'must be true or false');
   validateTokens(spec.tokens, fail);
   return errors.length > 0 ? err(errors) : ok(obj as unknown as ProtectedScope);
 }

@@ -129,6 +129,33 @@ describe('open scopes are omitted', () => {
   });
 });
 
+describe('closed: true', () => {
+  const closed = (o: ProtectedScope): ProtectedScope => ({ ...o, spec: { ...o.spec, closed: true } });
+  it('keeps a scope with no token in the snapshot, closed, and the index governs it', () => {
+    const s = compileSnapshot([closed(obj(dataset('urn:x:embargo'), [])), obj(topic('a'), [])]);
+    expect(s.lines).toEqual(['{"kind":"dataset","value":"urn:x:embargo","closed":true,"tokens":[]}']);
+    expect(s.tokenCount).toBe(0);
+    const index = buildIndex(s.generation, s.lines);
+    expect(index.ok && index.value.datasets.get('urn:x:embargo')?.key).toBe('dataset:urn:x:embargo');
+    expect(parseScopeLine(s.lines[0]!)).toEqual({ ok: true, value: { kind: 'dataset', value: 'urn:x:embargo', tokens: [], closed: true } });
+  });
+  it('any object of the scope saying closed closes it; tokens stay as they are', () => {
+    const s = compileSnapshot([obj(topic('a'), [rec(H('1'))]), closed(obj(topic('a'), []))]);
+    expect(scopesOf(s)).toEqual([{ kind: 'topic', value: 'a', closed: true, tokens: [{ hash: H('1') }] }]);
+  });
+  it('closed: false, or no field, compiles as before (same bytes, same generation)', () => {
+    const plain = compileSnapshot([obj(topic('a'), [rec(H('1'))])]);
+    const explicit = compileSnapshot([{ ...obj(topic('a'), [rec(H('1'))]), spec: { topicHierarchy: 'a', tokens: [rec(H('1'))], closed: false } }]);
+    expect(explicit).toEqual(plain);
+    expect(plain.lines[0]).not.toContain('closed');
+  });
+  it('a scope line without tokens needs closed: true; closed must be true when present', () => {
+    expect(parseScopeLine('{"kind":"topic","value":"a","tokens":[]}').ok).toBe(false);
+    expect(parseScopeLine('{"kind":"topic","value":"a","closed":false,"tokens":[]}').ok).toBe(false);
+    expect(parseScopeLine(`{"kind":"topic","value":"a","closed":"yes","tokens":[{"hash":"${H('1')}"}]}`).ok).toBe(false);
+  });
+});
+
 describe('objects for the same scope merge', () => {
   it('the union of their tokens', () => {
     const s = compileSnapshot([obj(topic('a'), [rec(H('1'))]), obj(topic('a'), [rec(H('2'))]), obj(topic('b'), [rec(H('3'))])]);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { API_GROUP_VERSION, isDateTime, scopeOf, tokensOf, type ProtectedScope } from './protected-scope.js';
+import { API_GROUP_VERSION, closedByFlag, isDateTime, scopeOf, tokensOf, type ProtectedScope } from './protected-scope.js';
 import { checkScope, compareScopes, compareStrings, scopeKey, SCOPE_KINDS, type Scope, type ScopeKind } from './scope.js';
 import { HASH_PATTERN, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
@@ -17,6 +17,8 @@ export interface SnapshotToken {
 
 export interface SnapshotScope extends Scope {
   readonly tokens: readonly SnapshotToken[];
+  /** An object of the scope says `closed: true`: in the snapshot even with no token. */
+  readonly closed?: true;
 }
 
 export interface Snapshot {
@@ -70,8 +72,8 @@ export function groupByScope(objects: readonly ProtectedScope[]): Map<string, Pr
 
 /**
  * Compiles validated ProtectedScopes into a snapshot. Objects for the same scope merge (union of tokens);
- * a hash listed twice keeps the later expiry, or none if either has none. Scopes without tokens are open
- * and left out.
+ * a hash listed twice keeps the later expiry, or none if either has none; any object saying `closed: true`
+ * closes the scope. Scopes without tokens and not closed by flag are open and left out.
  */
 export function compileSnapshot(objects: readonly ProtectedScope[]): Snapshot {
   const steps = compileSnapshotSteps(objects, Infinity);
@@ -93,17 +95,18 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
   for (const group of groupByScope(objects).values()) {
     if (++work % every === 0) yield;
     const expiry = new Map<TokenHash, number>();
+    const closed = group.some(closedByFlag);
     for (const o of group) {
       for (const t of tokensOf(o)) {
         const at = t.expiresAt === undefined ? Infinity : Date.parse(t.expiresAt);
         expiry.set(t.hash, Math.max(expiry.get(t.hash) ?? -Infinity, at));
       }
     }
-    if (expiry.size === 0) continue;
+    if (expiry.size === 0 && !closed) continue;
     const tokens = [...expiry]
       .sort(([a], [b]) => compareStrings(a, b))
       .map(([hash, at]): SnapshotToken => (at === Infinity ? { hash } : { hash, expiresAt: new Date(at).toISOString() }));
-    scopes.push({ ...scopeOf(group[0]!.spec), tokens });
+    scopes.push({ ...scopeOf(group[0]!.spec), tokens, ...(closed ? { closed: true as const } : {}) });
   }
   scopes.sort(compareScopes);
   // Key order is fixed here so the bytes are canonical; the generation is generationOf(lines).
@@ -112,7 +115,9 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
   let tokenCount = 0;
   for (const s of scopes) {
     if (++work % every === 0) yield;
-    const line = JSON.stringify({ kind: s.kind, value: s.value, tokens: s.tokens.map((t) => (t.expiresAt === undefined ? { hash: t.hash } : { hash: t.hash, expiresAt: t.expiresAt })) });
+    const tokens = s.tokens.map((t) => (t.expiresAt === undefined ? { hash: t.hash } : { hash: t.hash, expiresAt: t.expiresAt }));
+    // `closed` only when set, so a snapshot of scopes without the flag keeps the bytes (and generation) it had.
+    const line = JSON.stringify(s.closed ? { kind: s.kind, value: s.value, closed: true, tokens } : { kind: s.kind, value: s.value, tokens });
     lines.push(line);
     h.update(line).update('\n');
     tokenCount += s.tokens.length;
@@ -389,7 +394,7 @@ export function verifyAssembled(index: SnapshotIndex, lines: readonly string[]):
 
 /** Parses and checks one scope line; a snapshot with any bad line is refused whole. */
 export function parseScopeLine(line: string): Result<SnapshotScope> {
-  let raw: { kind?: unknown; value?: unknown; tokens?: unknown };
+  let raw: { kind?: unknown; value?: unknown; tokens?: unknown; closed?: unknown };
   try {
     raw = JSON.parse(line) as typeof raw;
   } catch {
@@ -400,10 +405,11 @@ export function parseScopeLine(line: string): Result<SnapshotScope> {
   }
   const scope = checkScope({ kind: raw.kind as ScopeKind, value: raw.value });
   if (!scope.ok) return scope;
-  if (!Array.isArray(raw.tokens) || raw.tokens.length === 0) return err(`${scopeKey(scope.value)}: a snapshot scope needs at least one token`);
+  if (raw.closed !== undefined && raw.closed !== true) return err(`${scopeKey(scope.value)}: closed must be true when present`);
+  if (!Array.isArray(raw.tokens) || (raw.tokens.length === 0 && raw.closed !== true)) return err(`${scopeKey(scope.value)}: a snapshot scope needs at least one token, or closed: true`);
   for (const t of raw.tokens as { hash?: unknown; expiresAt?: unknown }[]) {
     if (typeof t !== 'object' || t === null || typeof t.hash !== 'string' || !HASH_PATTERN.test(t.hash)) return err(`${scopeKey(scope.value)}: bad token hash`);
     if (t.expiresAt !== undefined && !isDateTime(t.expiresAt)) return err(`${scopeKey(scope.value)}: bad expiresAt`);
   }
-  return ok({ ...scope.value, tokens: raw.tokens as SnapshotToken[] });
+  return ok({ ...scope.value, tokens: raw.tokens as SnapshotToken[], ...(raw.closed === true ? { closed: true as const } : {}) });
 }
