@@ -68,6 +68,7 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     .option('--api-prefix <path>', 'path prefix of the OGC API', '/oapi')
     .option('--token-query-param <name>', 'query argument that carries a token; "" disables query tokens', 'token')
     .option('--cache-max-age <seconds>', 'longest an nginx/ingress-nginx auth cache may keep an allow (X-Accel-Expires; refusals are never cached); 0 disables', '30')
+    .option('--open-paths-by-default', 'process execution and stations writes are open until a path scope has a token (default: closed until one grants them)')
     .option('--refusal-log-sample <lines>', 'refusals logged one line each per minute at info; every refusal is counted in "requests refused" lines', '20')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .version(version(), '-V, --version')
@@ -97,6 +98,7 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     tokenQueryParam: string;
     cacheMaxAge: string;
     refusalLogSample: string;
+    openPathsByDefault?: boolean;
     logLevel: LogLevel;
   }>();
   try {
@@ -130,7 +132,7 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     if (listen.port !== 0 && listen.port === metricsListen.port && (listen.host === metricsListen.host || listen.host === '0.0.0.0' || metricsListen.host === '0.0.0.0')) {
       throw new UsageError('--listen and --metrics-listen must differ: metrics have their own port');
     }
-    const access = accessConfig({ wafPrefix: o.wafPrefix, apiPrefix: o.apiPrefix, tokenQueryParam: o.tokenQueryParam });
+    const access = { ...accessConfig({ wafPrefix: o.wafPrefix, apiPrefix: o.apiPrefix, tokenQueryParam: o.tokenQueryParam }), openPathsByDefault: o.openPathsByDefault === true };
     if (!/^\d{1,5}$/.test(o.cacheMaxAge) || Number(o.cacheMaxAge) > 86400) {
       throw new UsageError(`--cache-max-age ${JSON.stringify(o.cacheMaxAge)}: give whole seconds from 0 (no caching) to 86400, e.g. 30`);
     }

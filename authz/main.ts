@@ -69,9 +69,13 @@ async function main(): Promise<void> {
       wafPrefix: `/${parsed.access.wafPrefix.join('/')}`,
       apiPrefix: `/${parsed.access.apiPrefix.join('/')}`,
       tokenQueryParam: parsed.access.tokenParam,
+      openPathsByDefault: parsed.access.openPathsByDefault === true,
     },
     'svc-auth listening',
   );
+  if (parsed.access.openPathsByDefault) {
+    logger.warn('--open-paths-by-default: process execution and stations writes are open to anyone until a path scope has a token; protect them another way');
+  }
 
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {

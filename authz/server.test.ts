@@ -447,6 +447,50 @@ describe('svc-auth endpoints × answers', () => {
   });
 });
 
+describe('GET /authz/v1/protected (public: what metadata publishers need)', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer({
+      listen: { host: '127.0.0.1', port: 0 },
+      metricsListen: { host: '127.0.0.1', port: 0 },
+      access: DEFAULT_CONFIG,
+      source: new StaticSource(fixtureIndex()),
+      logger: createLogger('warn', new Capture()).logger,
+    });
+    await server.firstLoad;
+  });
+  afterAll(() => server.shutdown());
+
+  it('lists every closed scope and how credentials are presented, never a token id, hash or count', async () => {
+    const a = await http(server.url, 'GET', '/authz/v1/protected', {});
+    expect(a.status).toBe(200);
+    expect(a.headers['content-type']).toMatch(/^application\/json/);
+    const body = JSON.parse(a.body) as { scopes: unknown[]; credentials: { type: string; scheme?: string; in?: string; name?: string }[]; closedByDefault: { value: string }[] };
+    expect(body.scopes).toEqual([
+      { kind: 'dataset', value: DATASET.value },
+      { kind: 'path', value: 'collections/stations' },
+      { kind: 'path', value: 'processes/svc' },
+      { kind: 'topic', value: TOPIC.value },
+    ]);
+    expect(body.credentials.map((c) => [c.type, c.scheme ?? c.in, c.name ?? null])).toEqual([['http', 'bearer', null], ['apiKey', 'query', 'token'], ['http', 'basic', null]]);
+    expect(body.closedByDefault.map((d) => d.value)).toEqual(['collections/stations', 'processes']);
+    for (const t of ALL_TOKENS) expect(a.body.includes(idOf(t))).toBe(false);
+    expect(a.body.includes('sha256')).toBe(false);
+    // Only these keys anywhere in the document: nothing about tokens but how to present one.
+    const keys = new Set<string>();
+    JSON.parse(a.body, (k: string, v: unknown) => (keys.add(k), v));
+    expect([...keys].filter((k) => k !== '' && !/^\d+$/.test(k)).sort()).toEqual(['closedByDefault', 'credentials', 'description', 'generation', 'in', 'kind', 'name', 'scheme', 'scopes', 'type', 'value']);
+  });
+
+  it('answers 304 to If-None-Match with its ETag', async () => {
+    const a = await http(server.url, 'GET', '/authz/v1/protected', {});
+    const etag = String(a.headers.etag);
+    expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
+    expect((await http(server.url, 'GET', '/authz/v1/protected', { 'If-None-Match': etag })).status).toBe(304);
+    expect((await http(server.url, 'GET', '/authz/v1/protected', { 'If-None-Match': '"other"' })).status).toBe(200);
+  });
+});
+
 describe('svc-auth refusal lines', () => {
   it('a refusal flood writes a bounded sample of lines and one "requests refused" line per key, whatever its size', async () => {
     const log = new Capture();

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler, type ServingState } from './auth-endpoints.js';
 import { installFront, MAX_HEADERS_COUNT } from './http-front.js';
+import { renderProtectedList, type ProtectedList } from './protected-list.js';
 import { Refusals } from './refusals.js';
 import { TokenUsage } from './token-usage.js';
 import { AuthMetrics } from './metrics.js';
@@ -83,6 +84,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.set('etag', false);
   app.get('/healthz', (_req, res) => {
     res.set('Cache-Control', 'no-store').type('text/plain').send('ok\n');
+  });
+  // The public list of closed scopes, rendered once per index in service.
+  let listed: { index: AccessIndex; list: ProtectedList } | null = null;
+  app.get('/authz/v1/protected', (req, res) => {
+    const index = state.index;
+    if (index === null) {
+      res.status(503).set('Cache-Control', 'no-store').type('text/plain').send('not ready: no snapshot loaded yet\n');
+      return;
+    }
+    if (listed?.index !== index) listed = { index, list: renderProtectedList(index, options.access) };
+    const { body, etag } = listed.list;
+    res.set('ETag', etag).set('Cache-Control', 'no-cache');
+    if (req.get('If-None-Match')?.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
+      res.status(304).end();
+      return;
+    }
+    res.type('application/json').send(body);
   });
   app.get('/readyz', (_req, res) => {
     res.set('Cache-Control', 'no-store').type('text/plain');

@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+import type { AccessConfig, AccessIndex, IndexedScope, TopicNode } from '../core/index.js';
+
+/**
+ * `GET /authz/v1/protected`: what a metadata publisher (or a client) may know of the access control, and
+ * nothing more: every closed scope's kind and value, and how credentials are presented. Never a token id,
+ * hash, count or description. Rendered once per index in service (and per configuration), with an ETag
+ * over the body, so a harvester polling it costs a string comparison.
+ */
+export interface ProtectedList {
+  readonly body: string;
+  readonly etag: string;
+}
+
+function* closedScopes(index: AccessIndex): Generator<IndexedScope> {
+  const walk = function* (nodes: ReadonlyMap<string, TopicNode>): Generator<IndexedScope> {
+    for (const node of nodes.values()) {
+      if (node.scope) yield node.scope;
+      yield* walk(node.children);
+    }
+  };
+  yield* walk(index.topics);
+  yield* index.datasets.values();
+  yield* index.paths.values();
+}
+
+export function renderProtectedList(index: AccessIndex, config: AccessConfig): ProtectedList {
+  const waf = `/${config.wafPrefix.join('/')}`;
+  const api = `/${config.apiPrefix.join('/')}`;
+  const scopes = [...closedScopes(index)].map((s) => ({ kind: s.scope.kind, value: s.scope.value })).sort((a, b) => (a.kind === b.kind ? (a.value < b.value ? -1 : 1) : a.kind < b.kind ? -1 : 1));
+  const body = JSON.stringify({
+    generation: index.generation,
+    // OpenAPI security scheme objects, as WCMP2 links carry them (`security`).
+    credentials: [
+      { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <token>' },
+      ...(config.tokenParam !== null ? [{ type: 'apiKey', in: 'query', name: config.tokenParam, description: `?${config.tokenParam}=<token>` }] : []),
+      { type: 'http', scheme: 'basic', description: `the token as the password (any user name), for files under ${waf}/` },
+    ],
+    scopes,
+    closedByDefault: config.openPathsByDefault
+      ? []
+      : [
+          { kind: 'path', value: 'collections/stations', description: `writes (POST, PUT, PATCH, DELETE) to ${api}/collections/stations need a token of that scope` },
+          { kind: 'path', value: 'processes', description: `executing a process (${api}/processes/<id>) needs a token of a processes/<prefix> scope covering it` },
+        ],
+  });
+  return { body, etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"` };
+}
