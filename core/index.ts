@@ -1,6 +1,7 @@
 // The domain, pure and I/O-free (ARCHITECTURE.md): everything svc-auth, the operator and the CLI share.
 export * from './result.js';
 export * from './scope.js';
+export * from './scope-state.js';
 export * from './token.js';
 export * from './protected-scope.js';
 export * from './manifest.js';

@@ -43,6 +43,7 @@ export function program(): Command {
     .option('-n, --namespace <ns>', "namespace to watch and write in (default: the pod's, else the kube context's)")
     .addOption(new Option('--snapshot-name <name>', 'name of the index ConfigMap; shards are <name>-<digest>').default(DEFAULT_SNAPSHOT_NAME).argParser(parseName))
     .option('--leader-elect', 'elect a leader through a Lease so only one replica writes', false)
+    .option('--open-paths-by-default', "as svc-auth's: path scopes without tokens are reported Open rather than Closed (default)", false)
     .option('--lease-name <name>', 'Lease name (default: <snapshot-name>-operator)')
     .addOption(new Option('--lease-duration <d>', 'how long a lease holds without renewal').default(15_000, '15s').argParser(parseDuration))
     .addOption(new Option('--renew-deadline <d>', 'a leader that cannot renew for this long stops writing').default(10_000, '10s').argParser(parseDuration))
@@ -64,6 +65,7 @@ interface Flags {
   namespace?: string;
   snapshotName: string;
   leaderElect: boolean;
+  openPathsByDefault: boolean;
   leaseName?: string;
   leaseDuration: number;
   renewDeadline: number;
@@ -106,6 +108,7 @@ export async function main(argv: string[] = process.argv): Promise<void> {
     statusConcurrency: flags.statusConcurrency,
     relistIntervalMs: flags.relistInterval,
     resyncMs: flags.resync,
+    openPathsByDefault: flags.openPathsByDefault,
   };
   const operator = new Operator(
     {

@@ -135,9 +135,9 @@ describe('svc-operator on a fake API server', () => {
     expect(snap.tokens.first(hashTokenDigest('token-a-0123456789'))).toBeGreaterThanOrEqual(0);
     expect(c.status('a')).toMatchObject({ state: 'Closed', tokens: 1, activeTokens: 1, scope: 'origin.a', kind: 'topicHierarchy', observedGeneration: 1 });
     expect(c.status('a')!.conditions![0]).toMatchObject({ type: 'Ready', status: 'True', reason: 'Compiled' });
-    expect(c.status('b')).toMatchObject({ state: 'Open', tokens: 0 });
+    expect(c.status('b')).toMatchObject({ state: 'Closed', tokens: 0 }); // a path scope: closed by default
     await op.recorder.flush();
-    expect(c.events.reasons()).toEqual(['ScopeClosed']);
+    expect(c.events.reasons()).toEqual(['ScopeClosed', 'ScopeClosed']);
     expect(c.configMaps.list().map((cm) => cm.metadata.labels?.['auth.svc.io/snapshot-role']).sort()).toEqual(['index', 'shard']);
   });
 

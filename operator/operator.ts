@@ -42,6 +42,8 @@ export interface OperatorConfig {
   readonly watchTimeoutSeconds?: number;
   readonly resyncMs: number;
   readonly backoffMaxMs?: number;
+  /** svc-auth's --open-paths-by-default (status and Events say Open rather than Closed (default)). */
+  readonly openPathsByDefault?: boolean;
 }
 
 export class Operator {
@@ -174,6 +176,7 @@ export class Operator {
       scope: (name) => this.scopeInformer.get(`${ns}/${name}`) ?? this.scopeInformer.get(name),
       enqueueStatus: (name) => this.statusQueue.add(name),
       resyncMs: config.resyncMs,
+      ...(config.openPathsByDefault ? { openPathsByDefault: true } : {}),
       metrics: m,
       log,
     });

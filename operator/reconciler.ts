@@ -38,6 +38,8 @@ export interface ReconcilerOptions {
   readonly enqueueStatus: (name: string) => void;
   /** A safety net: reconcile at least this often even if nothing is heard. */
   readonly resyncMs?: number;
+  /** svc-auth's --open-paths-by-default: path scopes without tokens are Open rather than Closed (default). */
+  readonly openPathsByDefault?: boolean;
   readonly now?: () => number;
   readonly metrics?: OperatorMetrics;
   readonly log?: Logger;
@@ -70,7 +72,7 @@ export class Reconciler {
   /** Scope states as last published, with an object to attach an Event to. */
   private scopeStates = new Map<string, { state: 'Open' | 'Closed'; ref: ObjectReference }>();
   private readonly now: () => number;
-  private readonly compiler = new Compiler();
+  private readonly compiler: Compiler;
   private _lastReport: ReconcileReport | undefined;
   private last: { phase: SnapshotPhase; compiled: Compiled } | undefined;
   /** Merge sets already announced, by object, so a status patch still in flight is not announced twice. */
@@ -78,6 +80,7 @@ export class Reconciler {
   private _lastSuccessAt = 0;
 
   constructor(private readonly opts: ReconcilerOptions) {
+    this.compiler = new Compiler(opts.openPathsByDefault === true);
     this.now = opts.now ?? Date.now;
   }
 
@@ -186,12 +189,16 @@ export class Reconciler {
       }
       if (previous !== state) {
         const tokens = names.reduce((n, name) => n + (compiled.desired.get(name)?.status.tokens ?? 0), 0);
-        if (state === 'Closed') emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}`);
+        const by = compiled.closedBy.get(key);
+        const why = by === 'flag' ? ' and closed: true' : by === 'default' ? ' (closed by default: nothing executes or writes until a token grants it)' : '';
+        if (state === 'Closed') emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${why}`);
         else emit(ref, 'Normal', 'ScopeOpened', `${key} is open: no token records left`);
       }
     }
     for (const [key, { state, ref }] of this.scopeStates) {
-      if (!nextStates.has(key) && state === 'Closed') emit(ref, 'Normal', 'ScopeOpened', `${key} is open: its ProtectedScope was deleted`);
+      // A deleted path scope falls back to the default, which is closed unless --open-paths-by-default.
+      const staysClosed = key.startsWith('path:') && opts.openPathsByDefault !== true;
+      if (!nextStates.has(key) && state === 'Closed' && !staysClosed) emit(ref, 'Normal', 'ScopeOpened', `${key} is open: its ProtectedScope was deleted`);
     }
 
     // Status work, only where the status differs; the patches themselves run in the status queue.

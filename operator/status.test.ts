@@ -31,7 +31,9 @@ describe('computeDesired', () => {
     expect(a.conditions![0]).toMatchObject({ type: 'Ready', status: 'True', reason: 'Compiled', observedGeneration: 3, lastTransitionTime: new Date(NOW).toISOString() });
     expect(a.mergedWith).toBeUndefined();
     const b = c.desired.get('b')!.status;
-    expect(b).toMatchObject({ scope: 'collections/stations', kind: 'path', state: 'Open', tokens: 0, activeTokens: 0 });
+    // A path scope without tokens is closed by default (stations writes, process execution).
+    expect(b).toMatchObject({ scope: 'collections/stations', kind: 'path', state: 'Closed', tokens: 0, activeTokens: 0 });
+    expect(b.conditions![0]!.message).toMatch(/^scope Closed \(default: nothing executes or writes until a token grants it\)/);
     expect(c.nextExpiryMs).toBe(Date.parse('2026-11-22T00:00:00Z'));
     expect(c.included).toHaveLength(2);
   });
@@ -55,6 +57,17 @@ describe('computeDesired', () => {
     const prev: ScopeStatus = { conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'old message', lastTransitionTime: earlier }] };
     const c = computeDesired([ps('a', { topicHierarchy: 'a' }, {}, prev)], NOW);
     expect(c.desired.get('a')!.status.conditions![0]!.lastTransitionTime).toBe(earlier);
+  });
+
+  it('closed: true keeps a scope Closed with no token; --open-paths-by-default reports path scopes without tokens Open', () => {
+    const c = computeDesired([ps('e', { metadataId: 'urn:x:embargo', closed: true }), ps('p', { path: 'processes/svc' }), ps('t', { topicHierarchy: 'a' })], NOW);
+    expect(c.desired.get('e')!.status).toMatchObject({ state: 'Closed', tokens: 0 });
+    expect(c.desired.get('e')!.status.conditions![0]!.message).toMatch(/^scope Closed \(closed: true\)/);
+    expect(c.desired.get('p')!.status.state).toBe('Closed');
+    expect(c.desired.get('t')!.status.state).toBe('Open');
+    expect(c.included.map((o) => o.metadata.name)).toEqual(['e', 'p', 't']);
+    const open = computeDesired([ps('p', { path: 'processes/svc' })], NOW, true);
+    expect(open.desired.get('p')!.status.state).toBe('Open');
   });
 
   it('fails closed on unreadable token records: placeholder, expired, scope stays Closed', () => {

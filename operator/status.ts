@@ -1,4 +1,5 @@
 import {
+  stateOf,
   HASH_PATTERN,
   SCOPE_FIELD,
   checkScope,
@@ -68,7 +69,8 @@ export function assess(obj: ProtectedScope): Assessment {
     if (!hashOk || !expiryOk) return { id, hash: PLACEHOLDER_HASH, createdAt, expiresAt: EPOCH };
     return { id, hash: r.hash as TokenRecord['hash'], createdAt, ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt as string } : {}) };
   });
-  const compiled = { ...obj, spec: { [field]: scope.value, tokens } } as unknown as ProtectedScope;
+  // `closed: true` survives the sanitizing: an invalid object never opens what it closed.
+  const compiled = { ...obj, spec: { [field]: scope.value, tokens, ...(spec!.closed === true ? { closed: true } : {}) } } as unknown as ProtectedScope;
   return { obj, name, scope, errors, compiled };
 }
 
@@ -91,6 +93,8 @@ export interface Compiled {
   readonly desired: Map<string, Desired>;
   /** Scope key → Open/Closed, for every scope named by at least one readable object. */
   readonly scopeStates: Map<string, 'Open' | 'Closed'>;
+  /** Why each closed scope is closed (core's stateOf): tokens, `closed: true`, or the default of path scopes. */
+  readonly closedBy: Map<string, 'tokens' | 'flag' | 'default'>;
   /** Scope key → names of its objects (sorted). */
   readonly scopeObjects: Map<string, string[]>;
   /** The earliest expiry still ahead (ms), if any: the operator reconciles again then. */
@@ -155,6 +159,9 @@ const byName = (a: ObjectEntry, b: ObjectEntry) => (a.assessment.name < b.assess
  * the two equal). Two phases, so the snapshot can be written before the 10,000 desired statuses are computed.
  */
 export class Compiler {
+  /** `openPathsByDefault`: svc-auth's --open-paths-by-default, so path scopes without tokens report Open. */
+  constructor(private readonly openPathsByDefault = false) {}
+
   private objects = new Map<string, ObjectEntry>();
   private groups = new Map<string, GroupEntry>();
   /** Keys of closed groups in canonical order, kept while the set of closed scopes does not change. */
@@ -234,9 +241,14 @@ export class Compiler {
   private *statusSteps(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Steps<Compiled> {
     let n = 0;
     const scopeStates = new Map<string, 'Open' | 'Closed'>();
+    const closedBy = new Map<string, 'tokens' | 'flag' | 'default'>();
     const scopeObjects = new Map<string, string[]>();
     for (const [key, { entries }] of phase.members) {
-      scopeStates.set(key, entries.some((e) => e.tokenCount > 0) ? 'Closed' : 'Open');
+      const tokens = entries.reduce((n, e) => n + e.tokenCount, 0);
+      const flag = entries.some((e) => e.assessment.compiled?.spec.closed === true);
+      const s = stateOf(entries[0]!.assessment.scope!, tokens, flag, this.openPathsByDefault);
+      scopeStates.set(key, s.state);
+      if (s.state === 'Closed') closedBy.set(key, s.by);
       scopeObjects.set(key, entries.map((e) => e.assessment.name));
     }
     let nextExpiryMs: number | undefined;
@@ -247,12 +259,12 @@ export class Compiler {
       const e = phase.entries.get(o.metadata?.name ?? '') ?? entryFor(o, objectCacheKey(o));
       const { active, next } = activeAt(e, nowMs);
       if (next !== undefined && (nextExpiryMs === undefined || next < nextExpiryMs)) nextExpiryMs = next;
-      const d = desiredFor(o, e, active, scopeStates, scopeObjects, nowIso);
+      const d = desiredFor(o, e, active, scopeStates, closedBy, scopeObjects, nowIso);
       desired.set(d.name, d);
     }
     const assessments = [...phase.entries.values()].map((e) => e.assessment);
     const included = assessments.flatMap((a) => (a.compiled ? [a.compiled] : []));
-    return { included, assessments, desired, scopeStates, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) };
+    return { included, assessments, desired, scopeStates, closedBy, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) };
   }
 }
 
@@ -289,7 +301,15 @@ function activeAt(e: ObjectEntry, nowMs: number): { active: number; next?: numbe
   return { active: e.noExpiry + e.expiries.length - lo, ...(next !== undefined ? { next } : {}) };
 }
 
-function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, scopeStates: Map<string, 'Open' | 'Closed'>, scopeObjects: Map<string, string[]>, nowIso: string): Desired {
+function desiredFor(
+  o: ProtectedScope,
+  e: ObjectEntry,
+  active: number,
+  scopeStates: Map<string, 'Open' | 'Closed'>,
+  closedBy: Map<string, 'tokens' | 'flag' | 'default'>,
+  scopeObjects: Map<string, string[]>,
+  nowIso: string,
+): Desired {
   const a = e.assessment;
   const name = o.metadata?.name ?? '';
   const generation = o.metadata?.generation;
@@ -319,7 +339,9 @@ function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, scopeStat
   const tokens = e.tokenCount;
   const state = scopeStates.get(key) ?? 'Open';
   const others = (scopeObjects.get(key) ?? []).filter((n) => n !== name);
-  const summary = `scope ${state}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)`;
+  const why = closedBy.get(key);
+  const reason = why === 'flag' ? ' (closed: true)' : why === 'default' ? ' (default: nothing executes or writes until a token grants it)' : '';
+  const summary = `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)`;
   const merged = others.length > 0 ? `; merged with ${others.length} other object${others.length === 1 ? '' : 's'} for the same scope` : '';
   const condition =
     a.errors.length === 0
@@ -348,15 +370,15 @@ function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, scopeStat
 export function desiredNow(o: ProtectedScope, phase: SnapshotPhase, compiled: Compiled, nowMs: number): Desired | undefined {
   const e = phase.entries.get(o.metadata?.name ?? '');
   if (!e || e.cacheKey !== objectCacheKey(o)) return undefined;
-  return desiredFor(o, e, activeAt(e, nowMs).active, compiled.scopeStates, compiled.scopeObjects, new Date(nowMs).toISOString());
+  return desiredFor(o, e, activeAt(e, nowMs).active, compiled.scopeStates, compiled.closedBy, compiled.scopeObjects, new Date(nowMs).toISOString());
 }
 
 /**
  * Assesses all objects of the namespace and computes each one's desired status at nowMs (a one-off Compiler).
  * lastTransitionTime comes from the object's current Ready condition when its status is unchanged, else nowMs.
  */
-export function computeDesired(objects: readonly ProtectedScope[], nowMs: number): Compiled {
-  return new Compiler().compile(objects, nowMs).compiled;
+export function computeDesired(objects: readonly ProtectedScope[], nowMs: number, openPathsByDefault = false): Compiled {
+  return new Compiler(openPathsByDefault).compile(objects, nowMs).compiled;
 }
 
 /** Canonical forms of statuses already seen (informer objects are not mutated, so identity is a safe key). */
