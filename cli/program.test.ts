@@ -98,7 +98,7 @@ describe('svc completion', () => {
     [['svc', ''], ['auth', 'completion']],
     [['svc', 'auth', 're'], ['remove-tokens', 'remove-token']],
     [['svc', '--dir', 'x', 'auth', 'sh'], ['show']],
-    [['svc', 'auth', 'show', '-o', ''], ['table', 'text', 'json', 'yaml']],
+    [['svc', 'auth', 'show', '-o', ''], ['table', 'text', 'json', 'yaml', 'wcmp2']],
     [['svc', 'auth', 'add-token', '--output', 'y'], ['yaml']],
     [['svc', 'auth', 'remove-token', '--i'], ['--id']],
     [['svc', 'auth', 'add-token', '--ex'], ['--expires-in', '--expires-at']],

@@ -13,6 +13,7 @@ import type { CommandContext } from './commands/common.js';
  */
 
 interface GlobalOptions {
+  openPathsByDefault?: boolean;
   kubeconfig?: string;
   context?: string;
   namespace?: string;
@@ -21,6 +22,14 @@ interface GlobalOptions {
 }
 
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** A true/false environment setting (the chart sets SVC_OPEN_PATHS_BY_DEFAULT). Here, not in core: --help loads no core. */
+function parseBooleanSetting(name: string, value: string | undefined): boolean | Error {
+  const v = (value ?? '').trim().toLowerCase();
+  if (v === '' || v === 'false' || v === '0') return false;
+  if (v === 'true' || v === '1') return true;
+  return new Error(`${name}=${JSON.stringify(value)}: use true or false`);
+}
 
 function version(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -100,6 +109,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-n, --namespace <namespace>', 'namespace of the ProtectedScopes (default: the context\'s)')
     .option('--dir <dir>', 'use a directory of ProtectedScope manifests instead of a cluster (also $SVC_SCOPES_DIR)')
     .option('--request-timeout <duration>', 'timeout of each Kubernetes API request, e.g. 30s (default 30s)')
+    .option('--open-paths-by-default', "answer as an svc-auth run with --open-paths-by-default does (also $SVC_OPEN_PATHS_BY_DEFAULT=true)")
     .showSuggestionAfterError(true)
     .exitOverride();
 
@@ -108,9 +118,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     async (...args: unknown[]) => {
       const cmd = args.at(-1) as Command;
       const globals = cmd.optsWithGlobals<GlobalOptions>();
+      const fromEnv = parseBooleanSetting('SVC_OPEN_PATHS_BY_DEFAULT', io.env.SVC_OPEN_PATHS_BY_DEFAULT);
+      if (fromEnv instanceof Error) throw usageError(fromEnv.message);
       const ctx: CommandContext = {
         io,
         commandPath: commandPath(cmd),
+        openPathsByDefault: globals.openPathsByDefault === true || fromEnv,
         openStore: async (): Promise<ScopeStore> => {
           const { openStore } = await import('./backends/open.js');
           return openStore(storeOptions(globals), io.env);
@@ -153,7 +166,7 @@ Examples:
     }));
 
   scopeOptions(auth.command('show').description('list protected scopes: kind, state, token count, token ids, descriptions, expiry (never a token)'), 'only')
-    .addOption(outputOption(['table', 'text', 'json', 'yaml'], 'table'))
+    .addOption(outputOption(['table', 'text', 'json', 'yaml', 'wcmp2'], 'table'))
     .action(run(async () => {
       const { show } = await import('./commands/show.js');
       return (ctx, opts) => show(ctx, opts as Parameters<typeof show>[1]);
@@ -177,6 +190,20 @@ Examples:
     .action(run(async () => {
       const { removeTokens } = await import('./commands/remove.js');
       return (ctx, opts) => removeTokens(ctx, opts as Parameters<typeof removeTokens>[1]);
+    }));
+
+  scopeOptions(auth.command('close').description('keep a scope closed even with no token (closed: true), e.g. an embargoed dataset whose tokens come later'), 'close')
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .action(run(async () => {
+      const { close } = await import('./commands/close.js');
+      return (ctx, opts) => close(ctx, opts as Parameters<typeof close>[1]);
+    }));
+
+  scopeOptions(auth.command('open').description('clear closed: true; a scope with tokens stays closed until they are removed'), 'open')
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .action(run(async () => {
+      const { open } = await import('./commands/close.js');
+      return (ctx, opts) => open(ctx, opts as Parameters<typeof open>[1]);
     }));
 
   scopeOptions(

@@ -21,12 +21,3 @@ export function describeState(s: ScopeState, tokens: number): string {
   if (s.state === 'Open') return `Open, ${count}`;
   return `Closed, ${count}${s.by === 'flag' ? ' (closed: true)' : s.by === 'default' ? ' (default)' : ''}`;
 }
-
-/** The Boolean environment setting the CLI and the chart use for the same switch (`true`/`false`, any case). */
-export function parseBooleanSetting(name: string, value: string | undefined): boolean | Error {
-  if (value === undefined || value === '') return false;
-  const v = value.trim().toLowerCase();
-  if (v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
-  return new Error(`${name}=${JSON.stringify(value)}: use true or false`);
-}

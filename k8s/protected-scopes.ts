@@ -1,6 +1,7 @@
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, Observable, type ConfigurationOptions, type RequestContext, type ResponseContext } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
-import { delimiter } from 'node:path';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { API_GROUP, API_VERSION, PLURAL, type ProtectedScope } from '../core/index.js';
 
 /**
@@ -14,6 +15,7 @@ import { API_GROUP, API_VERSION, PLURAL, type ProtectedScope } from '../core/ind
 
 export type KubeErrorReason =
   | 'Config' // no usable kubeconfig / context
+  | 'NoConfig' // no kube configuration at all (no KUBECONFIG, no ~/.kube/config, not in a pod)
   | 'Unreachable' // connection refused, DNS, TLS
   | 'Timeout'
   | 'Unauthorized' // 401
@@ -54,6 +56,8 @@ export interface ProtectedScopeClientOptions {
   readonly namespace?: string;
   /** Per-request timeout; default 30 s. */
   readonly requestTimeoutMs?: number;
+  /** The home directory whose .kube/config is the default; default os.homedir(). */
+  readonly homeDir?: string;
 }
 
 export interface WriteOptions {
@@ -99,6 +103,12 @@ export class ProtectedScopeClient {
           kc.mergeConfig(more, true);
         }
       } else {
+        // client-node falls back to http://localhost:8080 when it finds nothing, whose error ("HTTP protocol is not
+        // allowed when skipTLSVerify is not set") says nothing useful: say what is missing instead.
+        const inPod = existsSync(IN_CLUSTER_TOKEN) && process.env.KUBERNETES_SERVICE_HOST !== undefined;
+        if (!inPod && !existsSync(join(options.homeDir ?? homedir(), '.kube', 'config'))) {
+          throw new KubeError('NoConfig', 'no Kubernetes configuration found: set KUBECONFIG or pass --kubeconfig FILE (and --context NAME), or use --dir DIR for a directory of manifests (nothing was changed)');
+        }
         kc.loadFromDefault();
       }
     } catch (e) {

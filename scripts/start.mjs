@@ -68,12 +68,16 @@ function hint() {
   if (token) {
     lines.push(`The example token for processes/svc, shown this once (only its hash is stored in ${shown}):`, '', `  TOKEN=${token}`, '');
   } else {
-    lines.push(
-      `${shown} already existed, so no token was generated (its example token was shown only when it was created).`,
-      `Add one with: npx svc --dir ${shown} auth add-token --path processes/svc   (svc-auth reloads by itself)`,
-      '',
-    );
+    lines.push(`${shown} already existed, so no token was generated (its example token was shown only when it was created).`, '');
   }
+  lines.push(
+    'Manage tokens with the svc CLI of this clone (npx svc ..., or npm link once to get svc on your PATH); svc-auth reloads by itself:',
+    '',
+    `  npx svc --dir ${shown} auth add-token --path processes/svc       # prints a new token once`,
+    `  npx svc --dir ${shown} auth show`,
+    `  npx svc --dir ${shown} auth close --metadata-id urn:wmo:md:mw-met:embargoed    # closed before any token exists`,
+    '',
+  );
   lines.push(`Edit ${shown} with the svc CLI or by hand; delete it to start over. Ctrl-C stops svc-auth.`, '');
   process.stderr.write(lines.join('\n'));
 }

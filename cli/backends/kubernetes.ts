@@ -27,6 +27,7 @@ export class KubernetesStore implements ScopeStore {
       return new KubernetesStore(
         ProtectedScopeClient.fromOptions({
           kubeconfigEnv: env.KUBECONFIG,
+          ...(env.HOME !== undefined ? { homeDir: env.HOME } : {}),
           ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
           ...(options.context !== undefined ? { context: options.context } : {}),
           ...(options.namespace !== undefined ? { namespace: options.namespace } : {}),

@@ -2,6 +2,9 @@
 // API server (test/cli/fake-apiserver.ts); test/integration/cli-kubernetes.test.ts runs the same suite
 // against a real kube-apiserver.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { hashToken, tokenIdOf, type ProtectedScope } from '../../core/index.js';
 import { FakeApiServer } from '../../test/cli/fake-apiserver.js';
 import { removeDir, svc, tempDir } from '../../test/cli/harness.js';
@@ -110,9 +113,14 @@ describe('Kubernetes backend specifics (fake API server)', () => {
       expect(JSON.stringify(objectsOf(namespace))).toBe(before);
     });
 
-    it('a missing kubeconfig file (exit 2), and no configuration at all (exit 2, suggests --dir)', async () => {
+    it('a missing kubeconfig file (exit 2), and no configuration at all (exit 1, one line naming KUBECONFIG, --kubeconfig, --context and --dir)', async () => {
       const missing = await svc(['--kubeconfig', '/nonexistent/kubeconfig', 'auth', 'show']);
       expect(missing).toEqual({ code: 2, stdout: '', stderr: 'error: kubeconfig /nonexistent/kubeconfig does not exist: check --kubeconfig\n' });
+      // No KUBECONFIG, no ~/.kube/config, not in a pod: one line naming every way out, exit 1.
+      const none = await svc(['auth', 'show'], { env: { HOME: mkdtempSync(join(tmpdir(), 'svc-nohome-')) } });
+      expect(none.code).toBe(1);
+      expect(none.stdout).toBe('');
+      expect(none.stderr).toMatch(/^error: no Kubernetes configuration found: set KUBECONFIG or pass --kubeconfig FILE \(and --context NAME\), or use --dir DIR for a directory of manifests \(nothing was changed\)\n$/);
     });
   });
 });

@@ -9,6 +9,8 @@ export interface CommandContext {
   /** e.g. "svc auth add-token", for "(see ... --help)". */
   readonly commandPath: string;
   openStore(): Promise<ScopeStore>;
+  /** svc-auth's --open-paths-by-default (`--open-paths-by-default` or SVC_OPEN_PATHS_BY_DEFAULT=true): how states are told. */
+  readonly openPathsByDefault: boolean;
 }
 
 export interface ScopeFlags {

@@ -1,7 +1,7 @@
-import { buildIndex, compileSnapshot, decideForScope, scopeKey, type Decision, type Scope } from '../../core/index.js';
+import { buildIndex, compileSnapshot, decideForScope, foldCase, scopeKey, type Decision, type Scope } from '../../core/index.js';
 import { failure } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import { scopeArgs, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface HasAccessOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
@@ -20,8 +20,18 @@ export interface AccessAnswer {
 }
 
 /** The decision as the CLI reports it; the wording names scopes and token ids, never the token. */
-export function explain(scope: Scope, decision: Decision): AccessAnswer {
+export function explain(scope: Scope, decision: Decision, closedByDefault = false): AccessAnswer {
   const target = scopeKey(scope);
+  if (closedByDefault && decision.outcome !== 'granted' && decision.outcome !== 'open' && decision.outcome !== 'malformed') {
+    // No scope of the store covers this path: svc-auth denies it by default (ACCESS-RULES.md).
+    return {
+      granted: false,
+      outcome: decision.outcome,
+      reason: `${target} is closed by default (Closed, 0 tokens (default)): no token of a scope covering it exists; add one with svc auth add-token ${scopeArgs(scope)}`,
+      governing: [target],
+      ...('tokenId' in decision && decision.tokenId !== undefined ? { tokenId: decision.tokenId } : {}),
+    };
+  }
   if (decision.outcome === 'open') {
     return { granted: true, outcome: 'open', reason: `${target} is open: no closed scope governs it, so no token is needed`, governing: [] };
   }
@@ -65,7 +75,10 @@ export async function hasAccess(ctx: CommandContext, tokenArg: string, options: 
   const snapshot = compileSnapshot(objects);
   const index = buildIndex(snapshot.generation, snapshot.lines);
   if (!index.ok) throw failure(`cannot compile the scopes of ${store.where}: ${index.error}`);
-  const answer = explain(scope, decideForScope(index.value, scope, token, ctx.io.now()));
+  const decision = decideForScope(index.value, scope, token, ctx.io.now(), ctx.openPathsByDefault);
+  // Governed by the default stand-in: a path scope that no scope of the store covers.
+  const byDefault = scope.kind === 'path' && 'governing' in decision && decision.governing.length === 1 && scopeKey(decision.governing[0]!) === scopeKey(scope) && !index.value.paths.has(foldCase(scope.value));
+  const answer = explain(scope, decision, byDefault);
   if (options.output === 'text') {
     ctx.io.out(`${answer.granted ? 'granted' : 'denied'}: ${answer.reason}\n`);
   } else {

@@ -1,4 +1,4 @@
-import { hashToken, scopeKey, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, type ProtectedScope, type Scope, type TokenRecord } from '../../core/index.js';
+import { closedByFlag, hashToken, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -44,12 +44,12 @@ function remaining(objects: readonly ProtectedScope[]): number {
   return new Set(objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
 }
 
-function report(ctx: CommandContext, options: RemoveOptions, scope: Scope, where: string, removed: readonly string[], left: number, text: string): void {
+function report(ctx: CommandContext, options: RemoveOptions, scope: Scope, where: string, removed: readonly string[], left: number, text: string, state: ScopeState): void {
   if (options.output === 'text') {
     ctx.io.out(`${text}\n`);
     return;
   }
-  ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: where, removed, remainingTokens: left, state: left > 0 ? 'Closed' : 'Open' }));
+  ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: where, removed, remainingTokens: left, state: state.state, ...(state.state === 'Closed' ? { closedBy: state.by } : {}) }));
 }
 
 export async function removeTokens(ctx: CommandContext, options: RemoveOptions): Promise<number> {
@@ -62,11 +62,13 @@ export async function removeTokens(ctx: CommandContext, options: RemoveOptions):
     return mutate(current, attempt);
   });
   const left = remaining(result.objects);
+  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault);
+  const now = state.state === 'Open' ? 'it is open' : state.by === 'flag' ? 'it stays closed (closed: true; svc auth open clears it)' : 'it stays closed by default (nothing executes or writes until a token grants it)';
   const text =
     removed.length === 0
-      ? `${scopeLabel(scope)} had no tokens: it is open (${store.where})`
-      : `Removed ${removed.length} token${removed.length === 1 ? '' : 's'} (${removed.join(', ')}) from ${scopeLabel(scope)}: it is open now (${store.where})`;
-  report(ctx, options, scope, store.where, removed, left, text);
+      ? `${scopeLabel(scope)} had no tokens: ${now} (${store.where})`
+      : `Removed ${removed.length} token${removed.length === 1 ? '' : 's'} (${removed.join(', ')}) from ${scopeLabel(scope)}: ${now} now (${store.where})`;
+  report(ctx, options, scope, store.where, removed, left, text, state);
   return 0;
 }
 
@@ -88,10 +90,12 @@ export async function removeToken(ctx: CommandContext, tokenArg: string | undefi
   const hint = `${ctx.commandPath.replace(/remove-token$/, 'show')} ${scopeArgs(scope)}`;
   const result = await store.update(scope, removeOneMutation(scope, match, hint));
   const left = remaining(result.objects);
+  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault);
+  const last = state.state === 'Open' ? 'the scope is open now' : state.by === 'flag' ? 'the scope stays closed (closed: true)' : 'the scope stays closed by default (nothing executes or writes until a token grants it)';
   const text =
     left > 0
       ? `Removed token ${match.id} from ${scopeLabel(scope)}: ${left} token${left === 1 ? '' : 's'} remain${left === 1 ? 's' : ''}, it stays closed (${store.where})`
-      : `Removed token ${match.id} from ${scopeLabel(scope)}: it was the last one, the scope is open now (${store.where})`;
-  report(ctx, options, scope, store.where, [match.id], left, text);
+      : `Removed token ${match.id} from ${scopeLabel(scope)}: it was the last one, ${last} (${store.where})`;
+  report(ctx, options, scope, store.where, [match.id], left, text, state);
   return 0;
 }

@@ -1,10 +1,11 @@
-import { compareScopes, compareStrings, isExpired, scopeKey, scopeOf, tokensOf, type Scope, type ScopeKind } from '../../core/index.js';
+import { closedByFlag, compareScopes, compareStrings, describeState, isExpired, scopeKey, scopeOf, stateOf, tokensOf, type Scope, type ScopeKind, type ScopeState } from '../../core/index.js';
+import { failure, usageError } from '../errors.js';
 import type { StoredScope } from '../backends/backend.js';
 import { structured, table } from '../output.js';
 import { scopeFromFlags, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface ShowOptions extends ScopeFlags {
-  readonly output: 'table' | 'text' | 'json' | 'yaml';
+  readonly output: 'table' | 'text' | 'json' | 'yaml' | 'wcmp2';
 }
 
 export interface TokenSummary {
@@ -20,8 +21,15 @@ export interface TokenSummary {
 export interface ScopeSummary {
   readonly kind: ScopeKind;
   readonly value: string;
-  /** Closed while any token record exists, expired ones included (expiry never silently opens data). */
+  /**
+   * Closed while any token record exists (expired ones included: expiry never silently opens data), while
+   * an object says `closed: true`, or, for a path scope, by default (core's stateOf).
+   */
   readonly state: 'Open' | 'Closed';
+  /** Why it is closed: tokens, `closed: true` ("flag"), or the default of path scopes. */
+  readonly closedBy?: 'tokens' | 'flag' | 'default';
+  /** Whether an object of the scope says `closed: true`. */
+  readonly closedFlag: boolean;
   readonly tokenCount: number;
   readonly activeTokenCount: number;
   readonly objects: readonly string[];
@@ -33,16 +41,20 @@ export interface ScopeSummary {
  * the snapshot compiler does: a token listed twice counts once and keeps its latest expiry (none beats any).
  * Never a token value or hash: ids, descriptions and times only.
  */
-export function summarize(stored: readonly StoredScope[], nowMs: number, only?: Scope): ScopeSummary[] {
-  const groups = new Map<string, { scope: Scope; objects: string[]; tokens: Map<string, { t: TokenSummary; objects: string[] }> }>();
-  if (only) groups.set(scopeKey(only), { scope: only, objects: [], tokens: new Map() });
+export function summarize(stored: readonly StoredScope[], nowMs: number, only?: Scope, openPathsByDefault = false): ScopeSummary[] {
+  const groups = new Map<string, { scope: Scope; objects: string[]; closed: boolean; tokens: Map<string, { t: TokenSummary; objects: string[] }> }>();
+  if (only) groups.set(scopeKey(only), { scope: only, objects: [], closed: false, tokens: new Map() });
+  // The stations collection is listed even without an object while its writes are closed by default.
+  const stations: Scope = { kind: 'path', value: 'collections/stations' };
+  if (!only && !openPathsByDefault) groups.set(scopeKey(stations), { scope: stations, objects: [], closed: false, tokens: new Map() });
   for (const { object } of stored) {
     const scope = scopeOf(object.spec);
     const key = scopeKey(scope);
     if (only && key !== scopeKey(only)) continue;
     let group = groups.get(key);
-    if (!group) groups.set(key, (group = { scope, objects: [], tokens: new Map() }));
+    if (!group) groups.set(key, (group = { scope, objects: [], closed: false, tokens: new Map() }));
     group.objects.push(object.metadata.name);
+    if (closedByFlag(object)) group.closed = true;
     for (const t of tokensOf(object)) {
       const seen = group.tokens.get(t.hash);
       if (!seen) {
@@ -75,10 +87,13 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
     const tokens = [...group.tokens.values()]
       .map(({ t, objects }) => ({ ...t, expired: isExpired(t, nowMs), objects: [...objects].sort() }))
       .sort((a, b) => compareStrings(a.createdAt, b.createdAt) || compareStrings(a.id, b.id));
+    const s = stateOf(group.scope, tokens.length, group.closed, openPathsByDefault);
     out.push({
       kind: group.scope.kind,
       value: group.scope.value,
-      state: tokens.length > 0 ? 'Closed' : 'Open',
+      state: s.state,
+      ...(s.state === 'Closed' ? { closedBy: s.by } : {}),
+      closedFlag: group.closed,
       tokenCount: tokens.length,
       activeTokenCount: tokens.filter((t) => !t.expired).length,
       objects: [...group.objects].sort(),
@@ -96,16 +111,25 @@ function expiryCell(t: TokenSummary): string {
 export function renderTable(summaries: readonly ScopeSummary[]): string {
   const rows: string[][] = [];
   for (const s of summaries) {
-    const head = [s.kind, s.value, s.state, String(s.tokenCount)];
+    const head = [s.kind, s.value, stateCell(s), String(s.tokenCount)];
     if (s.tokens.length === 0) rows.push([...head, '-', '-', '-', '-']);
     s.tokens.forEach((t, i) => rows.push([...(i === 0 ? head : ['', '', '', '']), t.id, t.createdAt, expiryCell(t), t.description ?? '-']));
   }
   return table(['KIND', 'SCOPE', 'STATE', 'TOKENS', 'ID', 'CREATED', 'EXPIRES', 'DESCRIPTION'], rows);
 }
 
+function summaryState(s: ScopeSummary): ScopeState {
+  return s.state === 'Open' ? { state: 'Open' } : { state: 'Closed', by: s.closedBy ?? 'tokens' };
+}
+
+/** `Closed`, `Closed (default)`, `Closed (closed: true)`, `Open`. */
+function stateCell(s: ScopeSummary): string {
+  return s.closedBy === 'default' ? 'Closed (default)' : s.closedBy === 'flag' ? 'Closed (closed: true)' : s.state;
+}
+
 export function renderText(summaries: readonly ScopeSummary[]): string {
   const blocks = summaries.map((s) => {
-    const head = `${s.kind} ${s.value}: ${s.state.toLowerCase()}, ${s.tokenCount} token${s.tokenCount === 1 ? '' : 's'}` +
+    const head = `${s.kind} ${s.value}: ${describeState(summaryState(s), s.tokenCount)}` +
       (s.tokenCount > 0 ? ` (${s.activeTokenCount} active)` : '') +
       (s.objects.length > 0 ? `; object${s.objects.length === 1 ? '' : 's'} ${s.objects.join(', ')}` : '; no object');
     const lines = s.tokens.map(
@@ -120,9 +144,16 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
   const given = options.topicHierarchy !== undefined || options.metadataId !== undefined || options.path !== undefined;
   const only = given ? scopeFromFlags(options, ctx.commandPath) : undefined;
   const store = await ctx.openStore();
+  if (options.output === 'wcmp2' && !only) throw usageError(`-o wcmp2 prints the WCMP2 link security object of one scope: give --topic-hierarchy, --metadata-id or --path (see ${ctx.commandPath} --help)`);
   const stored = only ? await store.get(only) : await store.list();
-  const summaries = summarize(stored, ctx.io.now(), only);
+  const summaries = summarize(stored, ctx.io.now(), only, ctx.openPathsByDefault);
   switch (options.output) {
+    case 'wcmp2': {
+      const s = summaries[0]!;
+      if (s.state === 'Open') throw failure(`${s.kind} ${s.value} is open in ${store.where}: its links need no security object (close it with add-token or close first)`);
+      ctx.io.out(`${JSON.stringify({ security: wcmp2Security(only!) }, null, 2)}\n`);
+      break;
+    }
     case 'json':
     case 'yaml':
       ctx.io.out(structured(options.output, { store: store.where, scopes: summaries }));
@@ -133,8 +164,28 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
         ctx.io.err(`No protected scopes in ${store.where}: everything is open.\n`);
         break;
       }
+      if (!only && !ctx.openPathsByDefault) {
+        ctx.io.err('Process execution and stations writes are closed by default: a process runs only with a token of a processes/<prefix> scope covering it.\n');
+      }
       ctx.io.out(options.output === 'table' ? renderTable(summaries) : renderText(summaries));
       break;
   }
   return 0;
+}
+
+/**
+ * The `security` object of a WCMP2 link to the scope's data (WMO Core Metadata Profile 2, "Links and
+ * Distribution Information / Access control": OpenAPI security scheme objects, `default` first), so a
+ * publisher can tell discovery users that the data needs a token and how to present it.
+ */
+export function wcmp2Security(scope: Scope): Record<string, { type: string; scheme?: string; in?: string; name?: string; description: string }> {
+  const what = scope.kind === 'topic' ? `data under the topic ${scope.value}` : scope.kind === 'dataset' ? `the dataset ${scope.value}` : `${scope.value}`;
+  const contact = 'Please contact the data provider for a token.';
+  return {
+    default: { type: 'http', scheme: 'bearer', description: `Access to ${what} is controlled: send the token as "Authorization: Bearer <token>". ${contact}` },
+    query: { type: 'apiKey', in: 'query', name: 'token', description: `The token may also be given as the query argument ?token=<token> (for wget and curl). ${contact}` },
+    ...(scope.kind === 'path'
+      ? {}
+      : { basic: { type: 'http', scheme: 'basic', description: `For files of the web-accessible folder, the token is also accepted as the password of HTTP Basic authentication (any user name). ${contact}` } }),
+  };
 }

@@ -74,12 +74,15 @@ describe('show: merging objects of one scope', () => {
       { object: obj('a', [rec('shared-token-000001', { expiresAt: '2028-01-01T00:00:00Z', description: 'partner' }), rec('never-expires-00001')]), location: 'a' },
       { object: obj('c', [rec('expired-token-00001', { expiresAt: '2026-01-02T00:00:00Z' })], { kind: 'dataset', value: 'urn:x' }), location: 'c' },
     ];
-    const [dataset, topicSummary] = summarize(stored, FIXED_NOW);
+    // (--open-paths-by-default: no default row for the stations collection in this listing)
+    const [dataset, topicSummary] = summarize(stored, FIXED_NOW, undefined, true);
     expect(dataset).toMatchObject({ kind: 'dataset', state: 'Closed', tokenCount: 1, activeTokenCount: 0 });
     expect(topicSummary).toEqual({
       kind: 'topic',
       value: 'a.b',
       state: 'Closed',
+      closedBy: 'tokens',
+      closedFlag: false,
       tokenCount: 2,
       activeTokenCount: 2,
       objects: ['a', 'b'],

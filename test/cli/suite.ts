@@ -158,9 +158,16 @@ export function runSuite(fixture: BackendFixture): void {
       expect(scrubbed(await cli(['auth', 'show', '--metadata-id', 'urn:x:never-protected', '-o', 'json']))).toMatchSnapshot();
     });
 
-    it('says so when nothing is protected', async () => {
-      expect(scrubbed(await cli(['auth', 'show']))).toEqual({ code: 0, stdout: '', stderr: 'No protected scopes in <store>: everything is open.\n' });
-      expect(JSON.parse((await cli(['auth', 'show', '-o', 'json'])).stdout)).toEqual({ store: fixture.where(), scopes: [] });
+    it('with no object, shows the stations collection closed by default (and nothing with --open-paths-by-default)', async () => {
+      const empty = scrubbed(await cli(['auth', 'show']));
+      expect(empty.code).toBe(0);
+      expect(empty.stdout).toMatch(/^path +collections\/stations +Closed \(default\) +0 /m);
+      expect(empty.stderr).toMatch(/closed by default/);
+      expect(JSON.parse((await cli(['auth', 'show', '-o', 'json'])).stdout)).toEqual({
+        store: fixture.where(),
+        scopes: [{ kind: 'path', value: 'collections/stations', state: 'Closed', closedBy: 'default', closedFlag: false, tokenCount: 0, activeTokenCount: 0, objects: [], tokens: [] }],
+      });
+      expect(scrubbed(await cli(['--open-paths-by-default', 'auth', 'show']))).toEqual({ code: 0, stdout: '', stderr: 'No protected scopes in <store>: everything is open.\n' });
     });
   });
 
@@ -225,7 +232,7 @@ export function runSuite(fixture: BackendFixture): void {
   });
 
   describe(`remove-token (${fixture.name})`, () => {
-    it('by id, then by token: the last one opens the scope', async () => {
+    it('by id, then by token: the last one leaves a path scope closed by default', async () => {
       expect((await cli(['auth', 'add-token', '--path', 'processes/svc', T1])).code).toBe(0);
       expect((await cli(['auth', 'add-token', '--path', 'processes/svc', T2])).code).toBe(0);
       const byId = await cli(['auth', 'remove-token', '--path', 'processes/svc', '--id', tokenIdOf(hashToken(T1))]);
@@ -256,6 +263,54 @@ export function runSuite(fixture: BackendFixture): void {
     });
   });
 
+  describe(`close and open (${fixture.name})`, () => {
+    const DS = 'urn:wmo:md:mw-met:embargo';
+    it('close keeps a scope closed with no token, open clears it; both say the real state', async () => {
+      const closed = scrubbed(await cli(['auth', 'close', '--metadata-id', DS]));
+      expect(closed).toEqual({ code: 0, stdout: `dataset ${DS} is closed (closed: true); now Closed, 0 tokens (closed: true) (<store>)\n`, stderr: '' });
+      const objects = await fixture.objects();
+      expect(objects).toEqual([{ name: expect.stringMatching(/^dataset-urn-wmo-md-mw-met-embargo-[0-9a-f]{8}$/), spec: { metadataId: DS, tokens: [], closed: true } }]);
+      const before = await fixture.state();
+      expect(scrubbed(await cli(['auth', 'close', '--metadata-id', DS])).stdout).toMatch(/was already closed \(closed: true\)/);
+      expect(await fixture.state()).toEqual(before);
+      expect(JSON.parse((await cli(['auth', 'show', '--metadata-id', DS, '-o', 'json'])).stdout).scopes[0]).toMatchObject({ state: 'Closed', closedBy: 'flag', tokenCount: 0 });
+      const denied = await cli(['auth', 'has-access-topic', '--metadata-id', DS, T1]);
+      expect(denied.code).toBe(1);
+      // remove-tokens leaves it closed, and says so.
+      expect((await cli(['auth', 'add-token', '--metadata-id', DS, T1])).code).toBe(0);
+      expect((await cli(['auth', 'remove-tokens', '--metadata-id', DS])).stdout).toMatch(/it stays closed \(closed: true; svc auth open clears it\) now/);
+      const opened = scrubbed(await cli(['auth', 'open', '--metadata-id', DS, '-o', 'json']));
+      expect(JSON.parse(opened.stdout)).toMatchObject({ written: [expect.any(String)], state: 'Open', tokens: 0 });
+      expect((await fixture.objects())[0]!.spec).toEqual({ metadataId: DS, tokens: [] });
+      expect((await cli(['auth', 'has-access-topic', '--metadata-id', DS, T1])).code).toBe(0);
+    });
+
+    it('open on a scope with tokens, or on a path scope, says it stays closed and why', async () => {
+      expect((await cli(['auth', 'add-token', '--topic-hierarchy', 'a.b', T1])).code).toBe(0);
+      expect((await cli(['auth', 'close', '--topic-hierarchy', 'a.b'])).code).toBe(0);
+      expect((await cli(['auth', 'open', '--topic-hierarchy', 'a.b'])).stdout).toMatch(/no longer says closed: true: it stays closed while it has tokens .*now Closed, 1 token/);
+      expect((await cli(['auth', 'open', '--path', 'processes/svc'])).stdout).toMatch(/was not closed by closed: true: it stays closed by default .*now Closed, 0 tokens \(default\)/);
+    });
+
+    it('-o wcmp2 prints the WCMP2 link security object of a closed scope; an open one has none', async () => {
+      expect((await cli(['auth', 'close', '--metadata-id', DS])).code).toBe(0);
+      const r = await cli(['auth', 'show', '--metadata-id', DS, '-o', 'wcmp2']);
+      expect(r.code).toBe(0);
+      const { security } = JSON.parse(r.stdout) as { security: Record<string, { type: string; scheme?: string; in?: string; name?: string }> };
+      expect(Object.keys(security)).toEqual(['default', 'query', 'basic']);
+      expect(security.default).toMatchObject({ type: 'http', scheme: 'bearer' });
+      expect(security.query).toMatchObject({ type: 'apiKey', in: 'query', name: 'token' });
+      expect(security.basic).toMatchObject({ type: 'http', scheme: 'basic' });
+      await refused(['auth', 'show', '--metadata-id', 'urn:x:open', '-o', 'wcmp2'], 1, /is open in .*: its links need no security object/);
+      await refused(['auth', 'show', '-o', 'wcmp2'], 2, /-o wcmp2 prints the WCMP2 link security object of one scope/);
+    });
+
+    it('bad input: two scopes, or none, exit 2 and change nothing', async () => {
+      await refused(['auth', 'close', '--metadata-id', DS, '--path', 'processes/svc'], 2, /give exactly one scope/);
+      await refused(['auth', 'open'], 2, /a scope is needed/);
+    });
+  });
+
   describe(`bad input leaves the store unchanged (${fixture.name})`, () => {
     beforeEach(async () => {
       expect((await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, T1])).code).toBe(0);
@@ -280,7 +335,7 @@ export function runSuite(fixture: BackendFixture): void {
       ['unknown option', ['auth', 'add-token', '--path', 'processes/svc', '--bogus'], /unknown option '--bogus' \(see svc auth add-token --help\)/],
       ['a token-looking unknown option is not echoed', ['auth', 'add-token', '--path', 'processes/svc', '-Xsecret-looking-token'], /not shown, in case it is a token/],
       ['missing option value', ['auth', 'add-token', '--topic-hierarchy'], /argument missing \(see svc auth add-token --help\)/],
-      ['bad output format', ['auth', 'show', '-o', 'xml'], /Allowed choices are table, text, json, yaml\. \(see svc auth show --help\)/],
+      ['bad output format', ['auth', 'show', '-o', 'xml'], /Allowed choices are table, text, json, yaml, wcmp2\. \(see svc auth show --help\)/],
       ['too many arguments', ['auth', 'remove-tokens', '--path', 'processes/svc', 'extra'], /too many arguments/],
       ['unknown command', ['auth', 'add-tokens'], /unknown command 'add-tokens' \(Did you mean add-token\?\) \(see svc auth --help\)/],
       ['missing token argument', ['auth', 'has-access-topic', '--path', 'processes/svc'], /missing required argument 'token'/],

@@ -14,6 +14,7 @@ import { nginxPlan } from './support/nginx.js';
 import { delay, header, rawRequest, type RawResponse } from './support/net.js';
 import { OAPI_MARKER } from './support/oapi-standin.js';
 import { manifestFile, removeScope, rewriteScopeInPlace, tokenRecord, writeScopeAtomically } from './support/scopes.js';
+import { dumpManifests, newProtectedScope, scopeObjectName } from '../../core/index.js';
 
 jest.setTimeout(60_000);
 
@@ -125,7 +126,6 @@ const OPEN: readonly Open[] = [
   { name: 'stations item GET', target: API.station, marker: 'oapi', safeMethod: true },
   { name: 'stations HEAD', method: 'HEAD', target: API.stationsItems, marker: null, safeMethod: true },
   { name: 'stations OPTIONS', method: 'OPTIONS', target: API.stationsItems, marker: 'oapi', safeMethod: true },
-  { name: 'process svcx is not under processes/svc', method: 'POST', target: API.boundaryExecution, body: JSON_BODY, headers: jsonHeaders, marker: 'oapi' },
   { name: 'process execution OPTIONS (CORS preflight)', method: 'OPTIONS', target: API.execution, marker: 'oapi', safeMethod: true },
 ];
 
@@ -349,6 +349,17 @@ suite('svc-auth through a real nginx', () => {
       });
     });
 
+    it('a process no path scope covers (svcx is not under processes/svc) is closed by default: 401, and 403 with another scope’s token', async () => {
+      const req = { method: 'POST', target: API.boundaryExecution, body: JSON_BODY, headers: jsonHeaders };
+      const none = await send(config, req);
+      expect(none.status).toBe(401);
+      expect(served(none, 'oapi')).toBe(false);
+      expect(header(none, 'www-authenticate') ?? '').toContain('Bearer realm="svc"');
+      const other = await send(config, req, { name: 'processes', via: 'bearer' });
+      expect(other.status).toBe(403);
+      expect(served(other, 'oapi')).toBe(false);
+    });
+
     it('an expired token of the scope → 401', async () => {
       const res = await send(config, { target: WAF.topicFile }, { name: 'expired', via: 'bearer' });
       expect(res.status).toBe(401);
@@ -448,6 +459,18 @@ suite('svc-auth through a real nginx', () => {
       writeScopeAtomically(h.scopesDir, h.stagingDir, DATASET, [tokenRecord(tokens.dataset), tokenRecord(tokens.topicNext)]);
       await until({ target: WAF.datasetFile }, { name: 'topicNext', via: 'bearer' }, 200);
       await until(topicFile, { name: 'topicNext', via: 'bearer' }, 403);
+    });
+
+    it('closed: true keeps a dataset closed with no token; clearing it opens the dataset', async () => {
+      const embargo = { kind: 'dataset', value: 'urn:wmo:md:mw-met:obs2' } as const;
+      const file = manifestFile(h.scopesDir, embargo);
+      const object = newProtectedScope(embargo, scopeObjectName(embargo), undefined, []);
+      writeFileSync(file, dumpManifests([{ ...object, spec: { ...object.spec, closed: true } }]));
+      await until({ target: WAF.boundaryDatasetFile }, undefined, 401);
+      await until({ target: WAF.boundaryDatasetFile }, { name: 'dataset', via: 'bearer' }, 403);
+      writeFileSync(file, dumpManifests([object]));
+      await until({ target: WAF.boundaryDatasetFile }, undefined, 200);
+      removeScope(h.scopesDir, embargo);
     });
 
     it('a manifest broken mid-edit never opens the scope it held', async () => {

@@ -1,0 +1,51 @@
+import { closedByFlag, describeState, newProtectedScope, scopeObjectName, stateOf, tokensOf, type ProtectedScope, type Scope } from '../../core/index.js';
+import type { Mutate } from '../backends/backend.js';
+import { structured } from '../output.js';
+import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+
+/**
+ * `svc auth close SCOPE` / `svc auth open SCOPE`: set or clear `closed: true`, which keeps a scope closed
+ * with zero tokens (an embargoed dataset whose tokens come later). Closing writes the scope's own object
+ * (created, with no token, when the scope has none); opening clears the flag on every object of the scope.
+ * Tokens are never touched: a scope that still has tokens stays closed, and the answer says so.
+ */
+export interface CloseOptions extends ScopeFlags {
+  readonly output: 'text' | 'json' | 'yaml';
+}
+
+export function closeMutation(scope: Scope, namespace: string | undefined): Mutate {
+  const name = scopeObjectName(scope);
+  return (current) => {
+    if (current.some(closedByFlag)) return [];
+    const target = current.find((o) => o.metadata.name === name) ?? current[0] ?? newProtectedScope(scope, name, namespace, []);
+    return [{ ...target, spec: { ...target.spec, closed: true } }];
+  };
+}
+
+export function openMutation(): Mutate {
+  return (current) =>
+    current.filter(closedByFlag).map((o): ProtectedScope => {
+      const { closed: _closed, ...spec } = o.spec;
+      return { ...o, spec: spec as ProtectedScope['spec'] };
+    });
+}
+
+async function setClosed(ctx: CommandContext, options: CloseOptions, close: boolean): Promise<number> {
+  const scope = scopeFromFlags(options, ctx.commandPath);
+  const store = await ctx.openStore();
+  const result = await store.update(scope, close ? closeMutation(scope, store.namespace) : openMutation());
+  const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
+  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault);
+  const now = describeState(state, tokens);
+  if (options.output === 'text') {
+    const did = result.written.length === 0 ? (close ? 'was already closed (closed: true)' : 'was not closed by closed: true') : close ? 'is closed (closed: true)' : 'no longer says closed: true';
+    const why = !close && state.state === 'Closed' ? (state.by === 'tokens' ? ': it stays closed while it has tokens (remove them with remove-tokens)' : ': it stays closed by default (process execution and stations writes need a token)') : '';
+    ctx.io.out(`${scopeLabel(scope)} ${did}${why}; now ${now} (${store.where})\n`);
+  } else {
+    ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: store.where, written: result.written, state: state.state, ...(state.state === 'Closed' ? { closedBy: state.by } : {}), tokens }));
+  }
+  return 0;
+}
+
+export const close = (ctx: CommandContext, options: CloseOptions): Promise<number> => setClosed(ctx, options, true);
+export const open = (ctx: CommandContext, options: CloseOptions): Promise<number> => setClosed(ctx, options, false);
