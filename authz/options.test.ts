@@ -53,6 +53,8 @@ describe('parseArgs', () => {
     });
     expect(parseArgs(['--scopes-dir', '.', '--cache-max-age', '0'], sink)).toMatchObject({ cacheMaxAge: 0 });
     expect(parseArgs(['--scopes-dir', '.', '--refusal-log-sample', '0'], sink)).toMatchObject({ refusalSample: 0 });
+    expect(parsed).toMatchObject({ access: { openPathsByDefault: false } });
+    expect(parseArgs(['--scopes-dir', '.', '--open-paths-by-default'], sink)).toMatchObject({ access: { openPathsByDefault: true } });
     expect(parseArgs(['--scopes-dir', '.', '--refusal-log-sample', 'many'], sink)).toEqual({ exit: 2 });
   });
 

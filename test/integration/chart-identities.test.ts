@@ -142,14 +142,16 @@ describeCluster('chart identities are sufficient: svc-operator and svc-auth run 
     expect(await decide(ports[1]!, token)).toBe(200);
     expect([401, 403]).toContain(await decide(ports[1]!, other));
 
-    // The last token removed (by svc-management): the operator recompiles, svc-auth follows, the scope is open.
+    // The last token removed (by svc-management): the operator recompiles, svc-auth follows; a path scope stays
+    // closed by default, so the removed token stops working and nothing executes.
     const mgmt = new k8s.KubeConfig();
     mgmt.loadFromFile(kubeconfigs['svc-management']);
     const objects = mgmt.makeApiClient(k8s.CustomObjectsApi);
     const current = (await objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name: scopeName })) as { spec: { tokens?: unknown[] } };
     current.spec.tokens = [];
     await objects.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name: scopeName, body: current });
-    await until('the scope to open in svc-auth', async () => (await decide(ports[1]!)) === 200, 30_000, () => auth.tail());
+    await until('the removed token to stop working in svc-auth', async () => (await decide(ports[1]!, token)) === 401, 30_000, () => auth.tail());
+    expect(await decide(ports[1]!)).toBe(401);
     expect(auth.output).not.toMatch(FORBIDDEN);
   }, 120_000);
 

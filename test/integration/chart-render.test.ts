@@ -204,6 +204,19 @@ describeCluster('Helm chart charts/svc', () => {
       expect((ofKind(minimal, 'Deployment', 'svc-operator')[0]!.spec as { strategy: { type: string } }).strategy.type).toBe('Recreate');
     });
 
+    it('auth.openPathsByDefault (default false) reaches svc-auth, the operator and the CLI in svc-management alike', () => {
+      const argsOf = (m: Manifest[], name: string) => podSpec(ofKind(m, 'Deployment', name)[0]!).containers[0]!.args ?? [];
+      const envOf = (m: Manifest[]) => (podSpec(ofKind(m, 'Deployment', 'svc-management')[0]!).containers[0] as unknown as { env: { name: string; value?: string }[] }).env;
+      const byDefault = helmTemplate(helm, { namespace }).manifests;
+      expect(argsOf(byDefault, 'svc-auth')).not.toContain('--open-paths-by-default');
+      expect(argsOf(byDefault, 'svc-operator')).not.toContain('--open-paths-by-default');
+      expect(envOf(byDefault)).toContainEqual({ name: 'SVC_OPEN_PATHS_BY_DEFAULT', value: 'false' });
+      const opened = helmTemplate(helm, { namespace, values: { auth: { openPathsByDefault: true } } }).manifests;
+      expect(argsOf(opened, 'svc-auth')).toContain('--open-paths-by-default');
+      expect(argsOf(opened, 'svc-operator')).toContain('--open-paths-by-default');
+      expect(envOf(opened)).toContainEqual({ name: 'SVC_OPEN_PATHS_BY_DEFAULT', value: 'true' });
+    });
+
     it('refuses contradictory values with a message', () => {
       const twoWriters = helmTemplate(helm, { namespace, values: { operator: { replicas: 2, leaderElect: false } } });
       expect(twoWriters.status).not.toBe(0);

@@ -134,6 +134,29 @@ describeCluster('svc-operator + svc-auth on the control plane', () => {
   );
 
   it(
+    'closed: true and the default of path scopes: status, Events, and svc-auth from the snapshot ConfigMaps',
+    async () => {
+      const ns = await newNamespace('op-closed');
+      await operator(ns);
+      const a = await auth(ns);
+      await createScope(kube, ns, 'embargo', { topicHierarchy: 'origin.embargo', tokens: [], closed: true });
+      await createScope(kube, ns, 'stations', { path: 'collections/stations', tokens: [] });
+      await until('embargo Closed', async () => (await status(ns, 'embargo'))?.state === 'Closed');
+      expect((await status(ns, 'embargo'))?.conditions?.[0]?.message).toMatch(/^scope Closed \(closed: true\)/);
+      await until('stations Closed (default)', async () => (await status(ns, 'stations'))?.state === 'Closed');
+      expect((await status(ns, 'stations'))?.conditions?.[0]?.message).toMatch(/^scope Closed \(default/);
+      await until('ScopeClosed Events', async () => (await events(ns)).filter((e) => e.reason === 'ScopeClosed').length === 2);
+      expect((await events(ns)).find((e) => e.name === 'embargo')?.note).toMatch(/and closed: true$/);
+      await until('svc-auth refuses the embargoed topic', async () => (await a.decide(topicFile('origin.embargo'))) === 401);
+      // Lifting the embargo opens the topic; a path scope without tokens stays closed by default.
+      await updateSpec(kube, ns, 'embargo', () => ({ topicHierarchy: 'origin.embargo', tokens: [] }));
+      await until('svc-auth opens it', async () => (await a.decide(topicFile('origin.embargo'))) === 200);
+      expect((await status(ns, 'embargo'))?.state).toBe('Open');
+    },
+    TIMEOUT,
+  );
+
+  it(
     'merges objects for one scope and flags them in status and Events',
     async () => {
       const ns = await newNamespace('op-merge');

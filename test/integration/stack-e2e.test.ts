@@ -75,11 +75,11 @@ suite('the whole stack: CLI → operator → ConfigMaps → svc-auth → nginx (
   let b: { token: string; id: string };
   let p: { token: string; id: string };
 
-  it('serves everything while no scope is closed', async () => {
+  it('serves data while no scope is closed; process execution is closed by default', async () => {
     const res = await expectStatus('open before any token', topicFile, 200);
     expect(res.body).toContain(stack.waf.markers.topicFile);
-    const api = await expectStatus('open before any token', execution, 200, { method: 'POST', body: '{}' });
-    expect(api.body).toContain(OAPI_MARKER);
+    const api = await expectStatus('closed by default before any token', execution, 401, { method: 'POST', body: '{}' });
+    expect(api.body).not.toContain(OAPI_MARKER);
   });
 
   it('closes a topic and a process with `svc auth add-token`: refused without a token, served with one', async () => {
