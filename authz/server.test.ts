@@ -16,8 +16,9 @@ import {
   type Scope,
   type TokenRecord,
 } from '../core/index.js';
+import type { Logger } from 'pino';
 import { createLogger } from './log.js';
-import { startServer, type RunningServer } from './server.js';
+import { startServer, type RunningServer, type ServerOptions } from './server.js';
 import type { SnapshotSink, SnapshotSource } from './sources/source.js';
 
 // The real server on 127.0.0.1:0, hit with real HTTP: every endpoint × every row of ACCESS-RULES.md
@@ -86,6 +87,20 @@ class Capture extends Writable {
     this.text += chunk.toString('utf8');
     done();
   }
+}
+
+/** svc-auth on 127.0.0.1 (ephemeral ports) over a fixed index (null: never ready), with the defaults unless `extra` says otherwise. */
+async function serveStatic(index: AccessIndex | null, logger: Logger, extra: Partial<ServerOptions> = {}): Promise<RunningServer> {
+  const server = await startServer({
+    listen: { host: '127.0.0.1', port: 0 },
+    metricsListen: { host: '127.0.0.1', port: 0 },
+    access: DEFAULT_CONFIG,
+    source: new StaticSource(index),
+    logger,
+    ...extra,
+  });
+  await server.firstLoad;
+  return server;
 }
 
 interface Answer {
@@ -168,15 +183,8 @@ describe('svc-auth endpoints × answers', () => {
 
   beforeAll(async () => {
     const { logger } = createLogger('debug', log);
-    server = await startServer({
-      listen: { host: '127.0.0.1', port: 0 },
-      metricsListen: { host: '127.0.0.1', port: 0 },
-      access: DEFAULT_CONFIG,
-      source: new StaticSource(fixtureIndex()),
-      logger,
-      // Every refusal line at info, so that the log checks below do not depend on the order of the tests.
-      refusalSample: Number.MAX_SAFE_INTEGER,
-    });
+    // Every refusal line at info, so that the log checks below do not depend on the order of the tests.
+    server = await serveStatic(fixtureIndex(), logger, { refusalSample: Number.MAX_SAFE_INTEGER });
     await server.firstLoad;
   });
   afterAll(() => server.shutdown());
@@ -450,14 +458,7 @@ describe('svc-auth endpoints × answers', () => {
 describe('GET /authz/v1/protected (public: what metadata publishers need)', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer({
-      listen: { host: '127.0.0.1', port: 0 },
-      metricsListen: { host: '127.0.0.1', port: 0 },
-      access: DEFAULT_CONFIG,
-      source: new StaticSource(fixtureIndex()),
-      logger: createLogger('warn', new Capture()).logger,
-    });
-    await server.firstLoad;
+    server = await serveStatic(fixtureIndex(), createLogger('warn', new Capture()).logger);
   });
   afterAll(() => server.shutdown());
 
@@ -495,16 +496,7 @@ describe('svc-auth refusal lines', () => {
   it('a refusal flood writes a bounded sample of lines and one "requests refused" line per key, whatever its size', async () => {
     const log = new Capture();
     const { logger } = createLogger('info', log);
-    const server = await startServer({
-      listen: { host: '127.0.0.1', port: 0 },
-      metricsListen: { host: '127.0.0.1', port: 0 },
-      access: DEFAULT_CONFIG,
-      source: new StaticSource(fixtureIndex()),
-      logger,
-      usageWindowMs: 0,
-      refusalSample: 5,
-    });
-    await server.firstLoad;
+    const server = await serveStatic(fixtureIndex(), logger, { usageWindowMs: 0, refusalSample: 5 });
     const flood = 300;
     for (let i = 0; i < flood; i++) {
       const kind = i % 3;
@@ -533,15 +525,7 @@ describe('svc-auth "tokens used" lines', () => {
   it('count grants per scope and token id at info, per window and at shutdown, and log no grant line at info', async () => {
     const log = new Capture();
     const { logger } = createLogger('info', log);
-    const server = await startServer({
-      listen: { host: '127.0.0.1', port: 0 },
-      metricsListen: { host: '127.0.0.1', port: 0 },
-      access: DEFAULT_CONFIG,
-      source: new StaticSource(fixtureIndex()),
-      logger,
-      usageWindowMs: 0,
-    });
-    await server.firstLoad;
+    const server = await serveStatic(fixtureIndex(), logger, { usageWindowMs: 0 });
     for (let i = 0; i < 3; i++) expect((await ask(server.url, 'auth-request', { target: WAF_TOPIC, authorization: bearer(T_TOPIC) })).status).toBe(200);
     expect((await ask(server.url, 'forward-auth', { target: PROCESS, method: 'POST', authorization: bearer(T_PROCESSES) })).status).toBe(200);
     expect((await ask(server.url, 'auth-request', { target: WAF_TOPIC, authorization: bearer(T_UNKNOWN) })).status).toBe(401);
