@@ -42,6 +42,10 @@ const SCOPES = [
   { path: 'collections/stations' },
   { path: 'processes/svc' },
   { path: 'processes/svc-x' },
+  // Case variants: one entry with the scope above (the decision folds case), rebuilt whole when either changes.
+  { topicHierarchy: 'A.b' },
+  { metadataId: 'urn:A' },
+  { path: 'processes/SVC' },
 ];
 const SECRETS = ['s0', 's1', 's2', 's3', 's4'].map((s) => `${s}-0123456789abcdef`);
 const EXPIRIES = [undefined, '2026-01-01T00:00:00Z', '2030-01-01T00:00:00Z'];
@@ -50,18 +54,19 @@ const stateArb = fc.array(
   fc.record({
     scope: fc.nat(SCOPES.length - 1),
     tokens: fc.array(fc.record({ secret: fc.nat(SECRETS.length - 1), exp: fc.nat(EXPIRIES.length - 1) }), { minLength: 0, maxLength: 3 }),
+    closed: fc.boolean(),
   }),
   { maxLength: 12 },
 );
 
-function shardsOf(state: { scope: number; tokens: { secret: number; exp: number }[] }[], maxBytes: number) {
+function shardsOf(state: { scope: number; tokens: { secret: number; exp: number }[]; closed?: boolean }[], maxBytes: number) {
   const objects = state.map((o, i) => {
     const tokens = o.tokens.map((t) => {
       const hash = hashToken(SECRETS[t.secret]!);
       const exp = EXPIRIES[t.exp];
       return { id: tokenIdOf(hash), hash, createdAt: '2025-01-01T00:00:00Z', ...(exp ? { expiresAt: exp } : {}) };
     });
-    return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: { ...SCOPES[o.scope], tokens } } as unknown as ProtectedScope;
+    return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: { ...SCOPES[o.scope], tokens, ...(o.closed ? { closed: true } : {}) } } as unknown as ProtectedScope;
   });
   const snapshot = compileSnapshot(objects);
   const { index, shards } = shardSnapshot(snapshot, maxBytes);
