@@ -14,7 +14,7 @@
 // is measured against the configured bound (svc-auth's --cache-max-age, which nginx obeys via X-Accel-Expires).
 //
 // Env: BENCH_E2E_DURATION (s per run, default 4), BENCH_E2E_ROUNDS (default 3), BENCH_E2E_CONNECTIONS
-// (default 32), BENCH_E2E_CACHE_MAX_AGE (s, default 5). Sends traffic only to 127.0.0.1; every run is bounded.
+// (default 32), BENCH_E2E_CONNECTIONS_1M (default 4), BENCH_E2E_CASES (a subset), BENCH_E2E_CACHE_MAX_AGE (s, default 5). Sends traffic only to 127.0.0.1; every run is bounded.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,10 +31,13 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DURATION = Number(process.env.BENCH_E2E_DURATION ?? 4);
 const ROUNDS = Number(process.env.BENCH_E2E_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_E2E_CONNECTIONS ?? 32);
+// 1 MiB answers: with 32 connections wrk's own core is the saturated one in (a) (~90%: the generator,
+// not nginx, would set the ceiling); with 4, nginx's core is (~96%, wrk's ~65%), as in every other case.
+const CONNECTIONS_1M = Number(process.env.BENCH_E2E_CONNECTIONS_1M ?? 4);
 const CACHE_MAX_AGE = Number(process.env.BENCH_E2E_CACHE_MAX_AGE ?? 5);
 
 type Case = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'a1m' | 'b1m';
-const CASES: readonly { id: Case; label: string }[] = [
+const ALL_CASES: readonly { id: Case; label: string }[] = [
   { id: 'a', label: '(a) 1 KiB file, no auth_request' },
   { id: 'b', label: '(b) protected, svc-auth, keepalive' },
   { id: 'c', label: '(c) protected, svc-auth, no keepalive' },
@@ -44,6 +47,9 @@ const CASES: readonly { id: Case; label: string }[] = [
   { id: 'a1m', label: '(a) 1 MiB file, no auth_request' },
   { id: 'b1m', label: '(b) 1 MiB file, svc-auth, keepalive' },
 ];
+// BENCH_E2E_CASES=a1m,b1m runs a subset while working on one figure (targets are then judged on what ran)
+const only = process.env.BENCH_E2E_CASES?.split(',');
+const CASES = only ? ALL_CASES.filter((c) => only.includes(c.id)) : ALL_CASES;
 
 const TOPIC = { kind: 'topic', value: 'origin.a.wis2.bench.data.core' } as const;
 const DIR = '/data/2026-11-21/wis/origin/a/wis2/bench/data/core';
@@ -110,7 +116,8 @@ function parseLatency(s: string): number {
 /** One wrk run, pinned to CPU 1; the token goes in through a Lua script reading the environment, never argv. */
 function wrk(url: string, script: string, token: string | undefined, seconds = DURATION): Result {
   const before = cpuTimes();
-  const [cmd, args] = pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, url]);
+  const connections = url.includes('x1m') ? CONNECTIONS_1M : CONNECTIONS;
+  const [cmd, args] = pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, url]);
   const r = spawnSync(cmd, args, { encoding: 'utf8', env: { ...process.env, BENCH_TOKEN: token ?? '' }, timeout: (seconds + 30) * 1000 });
   const after = cpuTimes();
   if (r.status !== 0) throw new Error(`wrk failed (exit ${r.status ?? r.signal}): ${r.stderr}`);
@@ -243,7 +250,7 @@ async function main(): Promise<void> {
     if (ok !== 200 || without !== want) throw new Error(`case ${cs.label}: ${ok} with the token, ${without} without (want 200, ${want})`);
   }
 
-  console.log(`bench:e2e — nginx 1 worker + svc-auth on CPU 0, wrk (1 thread, ${CONNECTIONS} connections) on CPU 1${hasTaskset ? '' : ' (taskset missing: not pinned)'}; ${ROUNDS} interleaved rounds of ${DURATION}s per case`);
+  console.log(`bench:e2e — nginx 1 worker + svc-auth on CPU 0, wrk (1 thread, ${CONNECTIONS} connections, ${CONNECTIONS_1M} for 1 MiB) on CPU 1${hasTaskset ? '' : ' (taskset missing: not pinned)'}; ${ROUNDS} interleaved rounds of ${DURATION}s per case`);
   const results = new Map<Case, Result[]>(CASES.map((cs) => [cs.id, []]));
   for (const cs of CASES) wrk(`http://127.0.0.1:${ports[cs.id]}${path(cs.id.endsWith('1m'))}`, script, token, 1); // warm-up
   for (let round = 0; round < ROUNDS; round++) {
@@ -258,8 +265,9 @@ async function main(): Promise<void> {
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
   const med = (id: Case, k: keyof Result) => median(results.get(id)!.map((r) => r[k]));
   // ratios are taken within each round, then the median over rounds
-  const ratio = (x: Case, y: Case) => median(results.get(x)!.map((r, i) => r.rps / results.get(y)![i]!.rps));
-  const p99ratio = (x: Case, y: Case) => median(results.get(x)!.map((r, i) => r.p99ms / results.get(y)![i]!.p99ms));
+  const ran = (x: Case, y: Case) => results.has(x) && results.has(y);
+  const ratio = (x: Case, y: Case) => !ran(x, y) ? NaN : median(results.get(x)!.map((r, i) => r.rps / results.get(y)![i]!.rps));
+  const p99ratio = (x: Case, y: Case) => !ran(x, y) ? NaN : median(results.get(x)!.map((r, i) => r.p99ms / results.get(y)![i]!.p99ms));
   const fx = (n: number, d = 2) => n.toFixed(d);
   console.log('\n| case | req/s | p99 ms | CPU0 / CPU1 | ÷(a) req/s | ÷(d) req/s | ÷(e) req/s | p99 ÷(a) |');
   console.log('|---|---|---|---|---|---|---|---|');
@@ -269,7 +277,7 @@ async function main(): Promise<void> {
     console.log(`| ${cs.label} | ${Math.round(med(cs.id, 'rps'))} | ${fx(med(cs.id, 'p99ms'))} | ${Math.round(med(cs.id, 'cpu0') * 100)}% / ${Math.round(med(cs.id, 'cpu1') * 100)}% | ${fx(ratio(cs.id, ref))} | ${big ? '—' : fx(ratio(cs.id, 'd'))} | ${big ? '—' : fx(ratio(cs.id, 'e'))} | ${fx(p99ratio(cs.id, ref))} |`);
   }
 
-  // Revocation through (f): remove the token, then time until (f) first refuses it.
+  // Revocation through (f) (its token is already in the cache when (f) ran): remove the token, then time until (f) first refuses it.
   writeScopeAtomically(scopes, staging, TOPIC, [tokenRecord(formatGeneratedToken(randomBytes(32)))]);
   const revokedAt = Date.now();
   let seenB = -1;
@@ -294,7 +302,8 @@ async function main(): Promise<void> {
   ];
   for (const [what, ok] of targets) console.log(`  ${ok ? 'met    ' : 'MISSED '} ${what}`);
   rmSync(base, { recursive: true, force: true });
-  process.exitCode = targets.every(([, ok]) => ok) ? 0 : 1;
+  // a partial run (BENCH_E2E_CASES) never passes
+  process.exitCode = !only && targets.every(([, ok]) => ok) ? 0 : 1;
 }
 
 main().then(() => process.exit(), (e: unknown) => {
