@@ -181,7 +181,7 @@ function pidAlive(pid: number): boolean {
 }
 
 /** A directory lock (mkdir is atomic) holding the owner's pid; a lock whose owner died is taken over. */
-async function withLock<T>(lockDir: string, what: string, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(lockDir: string, what: string, fn: () => Promise<T>): Promise<T> {
   let announced = false;
   for (;;) {
     try {
@@ -309,5 +309,61 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   }, (e: unknown) => {
     process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
     process.exit(1);
+  });
+}
+
+// --- Traefik (the e2e proxy suites) -------------------------------------------------------------------
+// Built inside its own module (`go build ./cmd/traefik` there, as its Makefile does): its go.mod has
+// replace directives, which a wrapper module importing it would ignore. v3.7 needs module versions the
+// proxy refuses; v3.6.x builds. The module's h1 sum is pinned, so a different download never builds.
+export const TRAEFIK = { module: 'github.com/traefik/traefik/v3', version: 'v3.6.12', sum: 'h1:6pe4s7aaDTQs+AsF7KP3sM/xnq7zOVvibRQe5tw9eFo=' } as const;
+
+/** Where the Traefik build is cached (keyed by version and the pinned module sum). */
+export function traefikBuildDir(): string {
+  const key = createHash('sha256').update(`${TRAEFIK.module}@${TRAEFIK.version} ${TRAEFIK.sum}`).digest('hex').slice(0, 12);
+  return join(assetsCacheDir(), `traefik-${TRAEFIK.version}-${key}`);
+}
+
+/** TEST_ASSET_TRAEFIK, else the cached build, else `go build` of the pinned module (about 10 min cold on 2 cores). */
+export async function ensureTraefik(): Promise<string> {
+  const fromVar = process.env.TEST_ASSET_TRAEFIK;
+  if (fromVar) {
+    if (!isExecutable(fromVar)) throw new Error(`TEST_ASSET_TRAEFIK=${fromVar} is not an executable file`);
+    return resolve(fromVar);
+  }
+  const dir = traefikBuildDir();
+  const binary = join(dir, 'traefik');
+  if (isExecutable(binary)) return binary;
+  const have = goVersion();
+  if (!have) throw new AssetsUnavailableError(`no Traefik binary: install Go >= 1.25 to build ${TRAEFIK.module}@${TRAEFIK.version}, or set TEST_ASSET_TRAEFIK`);
+  mkdirSync(dirname(dir), { recursive: true });
+  return withLock(`${dir}.lock`, `traefik ${TRAEFIK.version}`, async () => {
+    if (isExecutable(binary)) return binary;
+    const env = { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
+    const dl = spawnSync('go', ['mod', 'download', '-json', `${TRAEFIK.module}@${TRAEFIK.version}`], { encoding: 'utf8', env, cwd: assetsCacheDir() });
+    const info = dl.status === 0 ? (JSON.parse(dl.stdout) as { Dir?: string; Sum?: string }) : {};
+    if (!info.Dir || info.Sum !== TRAEFIK.sum) {
+      throw new Error(`go mod download ${TRAEFIK.module}@${TRAEFIK.version} failed or its sum is not the pinned one:\n${dl.stderr}`);
+    }
+    const tmp = `${dir}.tmp-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
+    const started = Date.now();
+    log(`building traefik ${TRAEFIK.version} with go${have} into ${dir} (a cold build, module download + compile, took ~10 min on 2 cores)`);
+    const heartbeat = setInterval(() => log(`... still building traefik (${Math.round((Date.now() - started) / 1000)}s)`), 60_000);
+    heartbeat.unref();
+    try {
+      const ldflags = `-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=${TRAEFIK.version}`;
+      await runGo(['build', '-trimpath', '-ldflags', ldflags, '-o', join(tmp, 'traefik'), './cmd/traefik'], info.Dir, env);
+      writeFileSync(join(tmp, 'BUILD-INFO'), `traefik ${TRAEFIK.version}\ngo${have}\nbuilt ${new Date().toISOString()} in ${Math.round((Date.now() - started) / 1000)}s\n`);
+      renameSync(tmp, dir);
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    } finally {
+      clearInterval(heartbeat);
+    }
+    log(`built traefik ${TRAEFIK.version} in ${Math.round((Date.now() - started) / 1000)}s`);
+    return binary;
   });
 }

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildWafTree, type WafTree } from './fixtures.js';
+import { initialScopes, type TokenName } from './harness.js';
+import { startEnvoy } from './envoy.js';
+import { ensureNginx, Nginx, type NginxPlan } from './nginx.js';
+import { exampleNginxConf } from './nginx-example.js';
+import { delay, freePorts, rawRequest } from './net.js';
+import type { Proc } from './process.js';
+import { Pygeoapi } from './pygeoapi.js';
+import { writeScopeAtomically } from './scopes.js';
+import { SvcAuth } from './svc-auth.js';
+import { startTraefik } from './traefik.js';
+
+export type ProxyName = 'nginx' | 'traefik' | 'envoy';
+
+/** The Host every request of the proxy suites carries: the examples route on it. */
+export const HOST = 'data.example.org';
+
+/**
+ * One WAF tree, one pygeoapi and one svc-auth, with the three proxies in front of them, each run from
+ * its example in deploy/: nginx (deploy/nginx/svc-auth.conf), Traefik (deploy/traefik, file provider,
+ * ForwardAuth) and Envoy (deploy/gateway-api/envoy.yaml, ext_authz).
+ */
+export class ProxyHarness {
+  nginx: Nginx | undefined;
+  traefik: Proc | undefined;
+  envoy: Proc | undefined;
+  pygeoapi: Pygeoapi | undefined;
+  svcAuth: SvcAuth | undefined;
+  readonly ports: Record<ProxyName | 'waf' | 'auth' | 'metrics' | 'oapi', number>;
+
+  private constructor(readonly base: string, readonly scopesDir: string, readonly waf: WafTree, ports: number[]) {
+    const [nginx, traefik, envoy, waf2, auth, metrics, oapi] = ports as [number, number, number, number, number, number, number];
+    this.ports = { nginx, traefik, envoy, waf: waf2, auth, metrics, oapi };
+  }
+
+  static async start(plan: NginxPlan, tokens: Readonly<Record<TokenName, string>>): Promise<ProxyHarness> {
+    const nginxBinary = ensureNginx(plan);
+    const base = mkdtempSync(join(tmpdir(), 'svc-e2e-proxies-'));
+    chmodSync(base, 0o755);
+    const scopesDir = join(base, 'scopes');
+    const stagingDir = join(base, 'staging');
+    const prefix = join(base, 'nginx');
+    for (const d of [scopesDir, stagingDir, join(prefix, 'logs'), join(prefix, 'temp')]) mkdirSync(d, { recursive: true });
+    const h = new ProxyHarness(base, scopesDir, buildWafTree(join(base, 'waf')), await freePorts(7));
+    const p = h.ports;
+    try {
+      for (const [scope, records] of initialScopes(tokens)) writeScopeAtomically(scopesDir, stagingDir, scope, records);
+      // the slow first-time installs (pygeoapi, Envoy, the Traefik build) run before anything is started
+      h.pygeoapi = await Pygeoapi.start(join(base, 'pygeoapi'), p.oapi, randomBytes(4).toString('hex'));
+      h.svcAuth = new SvcAuth({ scopesDir, port: p.auth, metricsPort: p.metrics, secrets: Object.values(tokens) });
+      await h.svcAuth.start();
+      h.nginx = await Nginx.start(nginxBinary, prefix, exampleNginxConf(prefix, { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, h.waf.root), [p.nginx, p.waf]);
+      const backends = { auth: p.auth, waf: p.waf, oapi: p.oapi };
+      h.traefik = await startTraefik(base, { ...backends, listen: p.traefik });
+      h.envoy = await startEnvoy(base, { ...backends, listen: p.envoy });
+      // Traefik loads its file provider after it listens: wait until each proxy routes an open request.
+      for (const proxy of ['nginx', 'traefik', 'envoy'] as const) await h.waitRouting(proxy);
+    } catch (e) {
+      await h.stop();
+      throw e;
+    }
+    return h;
+  }
+
+  private async waitRouting(proxy: ProxyName, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = 0;
+    while (Date.now() < deadline) {
+      last = (await rawRequest(this.ports[proxy], { target: '/oapi/collections', host: HOST }).catch(() => ({ status: 0 }))).status;
+      if (last === 200) return;
+      await delay(200);
+    }
+    throw new Error(`${proxy} does not route /oapi/collections to pygeoapi (last status ${last})`);
+  }
+
+  async stop(): Promise<void> {
+    await this.envoy?.stop();
+    await this.traefik?.stop();
+    await this.nginx?.stop();
+    await this.svcAuth?.stop();
+    await this.pygeoapi?.stop();
+    if (process.env.SVC_E2E_KEEP !== '1') rmSync(this.base, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,38 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureTraefik } from '../../controlplane/assets.js';
+import type { Backends } from './envoy.js';
+import { replaceExact } from './envoy.js';
+import { Proc } from './process.js';
+import { REPO_ROOT } from './svc-auth.js';
+
+export const TRAEFIK_STATIC = join(REPO_ROOT, 'deploy', 'traefik', 'traefik.yaml');
+export const TRAEFIK_DYNAMIC = join(REPO_ROOT, 'deploy', 'traefik', 'dynamic.yaml');
+
+/** deploy/traefik/dynamic.yaml with the three addresses moved to 127.0.0.1. */
+export function traefikDynamic(b: Backends): string {
+  const f = 'deploy/traefik/dynamic.yaml';
+  let text = readFileSync(TRAEFIK_DYNAMIC, 'utf8');
+  text = replaceExact(text, 'http://svc-auth.svc.svc.cluster.local:8080/', `http://127.0.0.1:${b.auth}/`, f);
+  text = replaceExact(text, 'url: http://waf.svc.svc.cluster.local:80', `url: http://127.0.0.1:${b.waf}`, f);
+  text = replaceExact(text, 'url: http://oapi.svc.svc.cluster.local:80', `url: http://127.0.0.1:${b.oapi}`, f);
+  return text;
+}
+
+/** deploy/traefik/traefik.yaml with the listen address and the dynamic file's path replaced. */
+export function traefikStatic(b: Backends, dynamicFile: string): string {
+  const f = 'deploy/traefik/traefik.yaml';
+  let text = readFileSync(TRAEFIK_STATIC, 'utf8');
+  text = replaceExact(text, 'address: ":80"', `address: "127.0.0.1:${b.listen}"`, f);
+  text = replaceExact(text, 'filename: /etc/traefik/dynamic.yaml', `filename: ${dynamicFile}`, f);
+  return text;
+}
+
+export async function startTraefik(dir: string, b: Backends): Promise<Proc> {
+  const binary = await ensureTraefik();
+  const dynamicFile = join(dir, 'traefik-dynamic.yaml');
+  const staticFile = join(dir, 'traefik.yaml');
+  writeFileSync(dynamicFile, traefikDynamic(b));
+  writeFileSync(staticFile, traefikStatic(b, dynamicFile));
+  return Proc.start('traefik', binary, [`--configFile=${staticFile}`], [b.listen]);
+}
