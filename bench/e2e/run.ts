@@ -55,9 +55,23 @@ const TOPIC = { kind: 'topic', value: 'origin.a.wis2.bench.data.core' } as const
 const DIR = '/data/2026-11-21/wis/origin/a/wis2/bench/data/core';
 
 const children: ChildProcess[] = [];
+const alive = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+// SIGTERM, not SIGKILL: a killed nginx master leaves its workers running (and serving) as orphans.
 process.on('exit', () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const c of children) if (alive(c)) c.kill('SIGTERM');
 });
+/** Stops every child and waits for each (SIGKILL after 5 s). */
+async function stopAll(): Promise<void> {
+  await Promise.all(children.filter(alive).map((c) => new Promise<void>((done) => {
+    const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
+    c.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+    c.kill('SIGTERM');
+  })));
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stopAll().then(() => process.exit(130)));
 
 const hasTaskset = spawnSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' }).status === 0;
 const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] => (hasTaskset ? ['taskset', ['-c', String(cpu), cmd, ...args]] : [cmd, args]);
@@ -301,12 +315,14 @@ async function main(): Promise<void> {
     [`1 MiB (b)/(a) = ${fx(ba1m)} ≥ 0.9`, ba1m >= 0.9],
   ];
   for (const [what, ok] of targets) console.log(`  ${ok ? 'met    ' : 'MISSED '} ${what}`);
+  await stopAll();
   rmSync(base, { recursive: true, force: true });
   // a partial run (BENCH_E2E_CASES) never passes
   process.exitCode = !only && targets.every(([, ok]) => ok) ? 0 : 1;
 }
 
-main().then(() => process.exit(), (e: unknown) => {
+main().then(stopAll, async (e: unknown) => {
   console.error(e instanceof Error ? e.message : String(e));
-  process.exit(1);
-});
+  process.exitCode = 1;
+  await stopAll();
+}).finally(() => process.exit());
