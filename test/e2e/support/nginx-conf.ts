@@ -32,6 +32,20 @@ export function externalAuthLocation(path: string, pathType = 'Prefix'): string 
   return `/_external-auth-${Buffer.from(path).toString('base64url')}-${pathType}`;
 }
 
+/**
+ * The upstream ingress-nginx renders for `auth-keepalive` (deploy/ingress-nginx/ingress.yaml sets it):
+ * kept-alive connections to svc-auth, shared by the auth locations of both paths.
+ */
+function ingressAuthUpstream(authPort: number): string {
+  return `
+    upstream svc-data-external-auth {
+        server 127.0.0.1:${authPort};
+        keepalive 32;
+        keepalive_requests 10000;
+        keepalive_timeout 60s;
+    }`;
+}
+
 function ingressAuthLocation(path: string, authPort: number): string {
   return `
         location = ${externalAuthLocation(path)} {
@@ -48,11 +62,19 @@ function ingressAuthLocation(path: string, authPort: number): string {
             proxy_set_header            X-Forwarded-For         $remote_addr;
             proxy_set_header            X-Auth-Request-Redirect $request_uri;
 
+            # auth-proxy-set-headers (deploy/ingress-nginx/auth-request-headers.yaml)
+            proxy_set_header            X-Original-URI          "";
+            proxy_set_header            X-HTTP-Method-Override  "";
+            proxy_set_header            X-Forwarded-Uri         "";
+            proxy_set_header            X-Forwarded-Method      "";
+
             proxy_buffering             off;
-            proxy_http_version          1.1;
             proxy_pass_request_headers  on;
 
-            set $target http://127.0.0.1:${authPort}/authz/auth-request;
+            # auth-keepalive
+            proxy_http_version          1.1;
+            proxy_set_header            Connection              "";
+            set $target http://svc-data-external-auth/authz/auth-request;
             proxy_pass $target;
         }`;
 }
@@ -61,7 +83,8 @@ export function ingressServer({ wafRoot, ports }: ConfOptions): string {
   const data = externalAuthLocation('/data');
   const oapi = externalAuthLocation('/oapi');
   return `
-    # ingress-nginx, auth-url annotation
+    # ingress-nginx, auth-url annotation (with auth-keepalive and auth-proxy-set-headers)
+${ingressAuthUpstream(ports.auth)}
     server {
         listen 127.0.0.1:${ports.ingress};
         server_name _;
