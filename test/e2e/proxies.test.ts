@@ -162,6 +162,19 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through nginx, 
       expect(text).toContain(`path_prefix: ${policy.spec.extAuth.http.path}`);
       for (const name of policy.spec.extAuth.http.headersToBackend) expect(text).toContain(`exact: ${name}`);
     });
+
+    it('Gateway API ExternalAuth: every rule asks the same path and lets the same headers through as envoy.yaml', () => {
+      type Rule = { filters?: { type: string; externalAuth: { protocol: string; http: { path: string; allowedResponseHeaders: string[] } } }[] };
+      const route = yamlLoad(readFileSync(`${REPO_ROOT}/deploy/gateway-api/httproute-externalauth.yaml`, 'utf8')) as { spec: { rules: Rule[] } };
+      const text = readFileSync(ENVOY_EXAMPLE, 'utf8');
+      expect(route.spec.rules.length).toBeGreaterThan(0);
+      for (const rule of route.spec.rules) {
+        const auth = rule.filters?.find((f) => f.type === 'ExternalAuth')?.externalAuth;
+        expect(auth?.protocol).toBe('HTTP');
+        expect(text).toContain(`path_prefix: ${auth!.http.path}`);
+        for (const name of auth!.http.allowedResponseHeaders) expect(text).toContain(`exact: ${name.toLowerCase()}`);
+      }
+    });
   });
 
   describe.each(PROXIES)('%s', (_label, proxy) => {
