@@ -103,9 +103,8 @@ const RESULT = 'Hello svc-e2e! hi';
 /**
  * The fail-closed table (issue 11): header, method and case cases, each through every proxy. Every row
  * is a request for something closed, made by a client without its token, that tries to pass as
- * something open. Today each must be refused (by svc-auth, or by a backend that does not know the
- * variant) without the content and without changing the stations data; once issue 11 is merged, svc-auth
- * itself refuses each (exact statuses in the table then).
+ * something open. Each must be refused by svc-auth itself (400/401/403: a 404 would mean the variant
+ * reached the backend), without the content and without changing the stations data.
  */
 interface FailClosed extends Req {
   readonly name: string;
@@ -166,6 +165,19 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through nginx, 
       // The same client headers go to svc-auth: the credentials and the method overrides.
       for (const name of policy.spec.extAuth.headersToExtAuth) expect(text).toContain(`exact: ${name}`);
       expect(policy.spec.extAuth.headersToExtAuth).toEqual(['authorization', 'x-http-method-override', 'x-http-method', 'x-method-override']);
+    });
+
+    it('Gateway API ExternalAuth: every rule asks the same path and lets the same headers through as envoy.yaml', () => {
+      type Rule = { filters?: { type: string; externalAuth: { protocol: string; http: { path: string; allowedResponseHeaders: string[] } } }[] };
+      const route = yamlLoad(readFileSync(`${REPO_ROOT}/deploy/gateway-api/httproute-externalauth.yaml`, 'utf8')) as { spec: { rules: Rule[] } };
+      const text = readFileSync(ENVOY_EXAMPLE, 'utf8');
+      expect(route.spec.rules.length).toBeGreaterThan(0);
+      for (const rule of route.spec.rules) {
+        const auth = rule.filters?.find((f) => f.type === 'ExternalAuth')?.externalAuth;
+        expect(auth?.protocol).toBe('HTTP');
+        expect(text).toContain(`path_prefix: ${auth!.http.path}`);
+        for (const name of auth!.http.allowedResponseHeaders) expect(text).toContain(`exact: ${name.toLowerCase()}`);
+      }
     });
   });
 

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { load } from 'js-yaml';
 /**
  * The two nginx configurations the suite runs, in one nginx process (one server block each):
  *
@@ -15,6 +18,11 @@
  * The WAF is a static tree (`root`), the API a stand-in proxied without a URI part, so it receives the
  * request target as the client sent it.
  */
+/** What deploy/ingress-nginx/auth-request-headers.yaml has ingress-nginx set on the auth subrequest. */
+const AUTH_REQUEST_HEADERS: readonly [string, string][] = Object.entries(
+  (load(readFileSync(fileURLToPath(new URL('../../../deploy/ingress-nginx/auth-request-headers.yaml', import.meta.url)), 'utf8')) as { data: Record<string, string> }).data,
+);
+
 export interface ConfPorts {
   readonly ingress: number;
   /** ingress-nginx again, with custom-http-errors 401,403 sent to a backend that answers 200. */
@@ -37,6 +45,20 @@ export function externalAuthLocation(path: string, pathType = 'Prefix'): string 
   return `/_external-auth-${Buffer.from(path).toString('base64url')}-${pathType}`;
 }
 
+/**
+ * The upstream ingress-nginx renders for `auth-keepalive` (deploy/ingress-nginx/ingress.yaml sets it):
+ * kept-alive connections to svc-auth, shared by the auth locations of both paths.
+ */
+function ingressAuthUpstream(authPort: number): string {
+  return `
+    upstream svc-data-external-auth {
+        server 127.0.0.1:${authPort};
+        keepalive 32;
+        keepalive_requests 10000;
+        keepalive_timeout 60s;
+    }`;
+}
+
 function ingressAuthLocation(path: string, authPort: number): string {
   return `
         location = ${externalAuthLocation(path)} {
@@ -53,11 +75,16 @@ function ingressAuthLocation(path: string, authPort: number): string {
             proxy_set_header            X-Forwarded-For         $remote_addr;
             proxy_set_header            X-Auth-Request-Redirect $request_uri;
 
+            # auth-proxy-set-headers (deploy/ingress-nginx/auth-request-headers.yaml, read from the file)
+${AUTH_REQUEST_HEADERS.map(([name, value]) => `            proxy_set_header            ${name.padEnd(23)} "${value}";`).join('\n')}
+
             proxy_buffering             off;
-            proxy_http_version          1.1;
             proxy_pass_request_headers  on;
 
-            set $target http://127.0.0.1:${authPort}/authz/auth-request;
+            # auth-keepalive
+            proxy_http_version          1.1;
+            proxy_set_header            Connection              "";
+            set $target http://svc-data-external-auth/authz/auth-request;
             proxy_pass $target;
         }`;
 }
@@ -66,7 +93,8 @@ export function ingressServer({ wafRoot, ports }: ConfOptions): string {
   const data = externalAuthLocation('/data');
   const oapi = externalAuthLocation('/oapi');
   return `
-    # ingress-nginx, auth-url annotation
+    # ingress-nginx, auth-url annotation (with auth-keepalive and auth-proxy-set-headers)
+${ingressAuthUpstream(ports.auth)}
     server {
         listen 127.0.0.1:${ports.ingress};
         server_name _;

@@ -20,9 +20,18 @@ export interface PyTool {
   readonly requirements: readonly string[];
 }
 
+const PY_INSTALL = 'apt-get update && apt-get install -y python3 python3-venv';
+
+/** python3 with venv and ensurepip (Debian splits them into python3-venv): installed when root, else a failure naming the command. */
 function pythonVersion(): string {
-  const r = spawnSync('python3', ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error('python3 is missing: install Debian\'s python3 and python3-venv (apt-get install -y python3 python3-venv)');
+  const probe = () => spawnSync('python3', ['-c', 'import sys, venv, ensurepip; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' });
+  let r = probe();
+  if (r.status !== 0 && typeof process.getuid === 'function' && process.getuid() === 0) {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'python3', 'python3-venv']]) spawnSync('apt-get', args, { env, stdio: 'ignore', timeout: 540_000 });
+    r = probe();
+  }
+  if (r.status !== 0) throw new Error(`python3 with venv is missing: ${PY_INSTALL}`);
   return r.stdout.trim();
 }
 
