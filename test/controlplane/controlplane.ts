@@ -269,6 +269,9 @@ async function startOnce(assets: Assets, dir: string, opts: ControlPlaneOptions,
       '--allow-privileged=true',
       // No controller-manager: nothing would create the default ServiceAccount the admission plugin waits for.
       opts.withNode ? '--enable-admission-plugins=NodeRestriction' : '--disable-admission-plugins=ServiceAccount',
+      // exec, logs and port-forward go from the apiserver to the kubelet, which authorizes the admin identity.
+      ...(opts.withNode ? [`--kubelet-client-certificate=${pki.admin.cert}`, `--kubelet-client-key=${pki.admin.key}`,
+        '--kubelet-preferred-address-types=InternalIP'] : []),
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       '--v=1',
