@@ -6,11 +6,14 @@
 #   docker build -t svc-access-control:dev .
 #   docker run --rm svc-access-control:dev svc --help
 #
-# Node 24 is an LTS line; the package itself needs Node >= 20.19.
+# Node 24 is an LTS line; the package itself needs Node >= 20.19. NODE_IMAGE is what the image runs on;
+# BUILD_IMAGE (default: the same) is what `npm ci` and tsc run in, and must have npm. Where no image registry is
+# reachable, `npm run image:build` passes Debian-assembled bases for both (test/image/README.md).
 ARG NODE_IMAGE=node:24-bookworm-slim
+ARG BUILD_IMAGE=${NODE_IMAGE}
 
 # --- build: every dependency, then tsc into dist/ --------------------------------------------------
-FROM ${NODE_IMAGE} AS build
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: the package's `prepare` (tsc) would run before the sources are here; we build below.
@@ -24,7 +27,7 @@ COPY cli ./cli
 RUN npm run build
 
 # --- deps: production dependencies only -------------------------------------------------------------
-FROM ${NODE_IMAGE} AS deps
+FROM ${BUILD_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force

@@ -2,7 +2,7 @@
 // test/controlplane/go/ into a version-keyed cache. Shared by the jest global setup and scripts/cluster.ts.
 //
 // Lookup order, per binary:
-//   1. TEST_ASSET_ETCD / TEST_ASSET_KUBE_APISERVER / TEST_ASSET_HELM (a path to the binary)
+//   1. TEST_ASSET_ETCD / TEST_ASSET_KUBE_APISERVER / TEST_ASSET_HELM / TEST_ASSET_KUBELET ... (a path to the binary)
 //   2. KUBEBUILDER_ASSETS (a directory holding `etcd`, `kube-apiserver` and optionally `helm`)
 //   3. the cache: ${SVC_ASSETS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-access-control}/<name>-<version>-<hash>/<name>
 //   4. `go build` into that cache (GOTOOLCHAIN=local, CGO_ENABLED=0, -trimpath), atomically and under a lock.
@@ -29,7 +29,11 @@ export class AssetsUnavailableError extends Error {
   override name = 'AssetsUnavailableError';
 }
 
-type Component = 'etcd' | 'kube-apiserver' | 'helm';
+type Component = 'etcd' | 'kube-apiserver' | 'helm' | NodeComponent;
+
+/** What the node harness (test/node) runs besides the control plane: same k8s.io/kubernetes version, own module. */
+export type NodeComponent = 'kubelet' | 'kube-scheduler' | 'kube-controller-manager' | 'kube-proxy';
+export const nodeComponents: readonly NodeComponent[] = ['kube-scheduler', 'kube-controller-manager', 'kube-proxy', 'kubelet'];
 
 interface Recipe {
   /** Directory under test/controlplane/go holding go.mod and go.sum. */
@@ -80,6 +84,10 @@ const recipes: Record<Component, Recipe> = {
     moduleDir: 'etcd', versionOf: 'go.etcd.io/etcd/server/v3', target: '.',
     ldflags: () => [], envVar: 'TEST_ASSET_ETCD',
   },
+  ...Object.fromEntries(nodeComponents.map((c) => [c, {
+    moduleDir: 'node', versionOf: 'k8s.io/kubernetes', target: `k8s.io/kubernetes/cmd/${c}`,
+    ldflags: kubeVersionFlags, envVar: `TEST_ASSET_${c.toUpperCase().replace(/-/g, '_')}`,
+  } satisfies Recipe])) as unknown as Record<NodeComponent, Recipe>,
   helm: {
     moduleDir: 'helm', versionOf: 'helm.sh/helm/v3', target: 'helm.sh/helm/v3/cmd/helm',
     ldflags: helmVersionFlags,
@@ -89,7 +97,10 @@ const recipes: Record<Component, Recipe> = {
 
 // Measured on a 2-core machine with empty Go module and build caches, each built alone: etcd 101 s, kube-apiserver
 // 254 s, helm 180 s. Built one after another they share packages: all three took 337 s.
-const coldMinutes: Record<Component, number> = { etcd: 2, 'kube-apiserver': 5, helm: 3 };
+// The node components, after kube-apiserver (shared packages): all four together 4.3 min.
+const coldMinutes: Record<Component, number> = {
+  etcd: 2, 'kube-apiserver': 5, helm: 3, kubelet: 3, 'kube-scheduler': 2, 'kube-controller-manager': 2, 'kube-proxy': 1,
+};
 
 function log(message: string): void {
   process.stderr.write(`[assets] ${message}\n`);
@@ -145,7 +156,7 @@ function given(component: Component): string | undefined {
   if (dir) {
     const p = join(dir, component);
     if (isExecutable(p)) return resolve(p);
-    if (component !== 'helm') throw new Error(`KUBEBUILDER_ASSETS=${dir} has no executable ${component}`);
+    if (component === 'etcd' || component === 'kube-apiserver') throw new Error(`KUBEBUILDER_ASSETS=${dir} has no executable ${component}`);
   }
   return undefined;
 }
@@ -293,8 +304,15 @@ export async function ensureAssets(options: EnsureAssetsOptions = {}): Promise<A
   return assets;
 }
 
+/** Finds or builds kubelet, kube-scheduler, kube-controller-manager and kube-proxy (one at a time: 2 cores). */
+export async function ensureNodeAssets(): Promise<Record<NodeComponent, string>> {
+  const out: Partial<Record<NodeComponent, string>> = {};
+  for (const c of nodeComponents) out[c] = await provide(c);
+  return out as Record<NodeComponent, string>;
+}
+
 /** Version strings of what ensureAssets provides, as pinned in the go.mod files. */
-export function pinnedVersions(): Record<Component, string> {
+export function pinnedVersions(): Record<'etcd' | 'kube-apiserver' | 'helm', string> {
   return {
     etcd: cachedBuildDir('etcd').version,
     'kube-apiserver': cachedBuildDir('kube-apiserver').version,
@@ -304,7 +322,7 @@ export function pinnedVersions(): Record<Component, string> {
 
 // `tsx test/controlplane/assets.ts [--helm]` builds (or finds) the binaries and prints their paths.
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  ensureAssets({ helm: process.argv.includes('--helm') }).then((a) => {
+  ensureAssets({ helm: process.argv.includes('--helm') }).then(async (a) => (process.argv.includes('--node') ? { ...a, ...await ensureNodeAssets() } : a)).then((a) => {
     process.stdout.write(`${JSON.stringify(a, null, 2)}\n`);
   }, (e: unknown) => {
     process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);

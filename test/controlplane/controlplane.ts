@@ -31,6 +31,9 @@ export interface ControlPlaneOptions {
   startTimeoutMs?: number;
   /** Extra kube-apiserver flags (`--name=value`), appended last so they override the defaults. */
   apiserverFlags?: string[];
+  /** For a cluster with a node (test/node): the Node authorizer and the ServiceAccount admission plugin (pods get
+   *  their service-account token mounted; kube-controller-manager creates the default ServiceAccounts). */
+  withNode?: boolean;
 }
 
 export interface ControlPlane {
@@ -258,14 +261,17 @@ async function startOnce(assets: Assets, dir: string, opts: ControlPlaneOptions,
       `--tls-cert-file=${pki.serving.cert}`,
       `--tls-private-key-file=${pki.serving.key}`,
       `--client-ca-file=${pki.ca.cert}`,
-      '--authorization-mode=RBAC',
+      opts.withNode ? '--authorization-mode=Node,RBAC' : '--authorization-mode=RBAC',
       `--service-account-issuer=${server}`,
       `--service-account-key-file=${pki.serviceAccount.publicKey}`,
       `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
       '--service-cluster-ip-range=10.0.0.0/24',
       '--allow-privileged=true',
       // No controller-manager: nothing would create the default ServiceAccount the admission plugin waits for.
-      '--disable-admission-plugins=ServiceAccount',
+      opts.withNode ? '--enable-admission-plugins=NodeRestriction' : '--disable-admission-plugins=ServiceAccount',
+      // exec, logs and port-forward go from the apiserver to the kubelet, which authorizes the admin identity.
+      ...(opts.withNode ? [`--kubelet-client-certificate=${pki.admin.cert}`, `--kubelet-client-key=${pki.admin.key}`,
+        '--kubelet-preferred-address-types=InternalIP'] : []),
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       '--v=1',
