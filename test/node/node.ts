@@ -406,7 +406,7 @@ function removeAllContainers(socket: string): void {
 
 function killShims(socket: string): void {
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    let cmd = '';
+    let cmd: string;
     try {
       cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
     } catch {
