@@ -8,7 +8,7 @@
 #
 # Node 24 is an LTS line; the package itself needs Node >= 20.19. NODE_IMAGE is what the image runs on;
 # BUILD_IMAGE (default: the same) is what `npm ci` and tsc run in, and must have npm. Where no image registry is
-# reachable, `npm run image:build` passes Debian-assembled bases for both (test/image/README.md).
+# reachable, `npm run image:build` passes Debian-assembled bases for both (test/image/build.ts).
 ARG NODE_IMAGE=node:24-bookworm-slim
 ARG BUILD_IMAGE=${NODE_IMAGE}
 
