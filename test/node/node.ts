@@ -109,13 +109,17 @@ state = "${dir}/containerd/state"
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
+  # Root here lacks CAP_SYS_RESOURCE, so no process may lower its oom_score_adj (the kubelet asks -998 for
+  # sandboxes, -997 for Guaranteed pods); runc's init would fail with "can't get final child's PID from pipe".
+  # containerd's option for rootless hosts clamps the score to no lower than containerd's own.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "/usr/bin/runc"
+        BinaryName = "${process.env.SVC_NODE_RUNC ?? '/usr/sbin/runc'}"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
@@ -141,7 +145,7 @@ function cniConfig(): string {
 function kubeletConfig(dir: string, socket: string, port: number, healthzPort: number, caFile: string): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: ${GATEWAY}
 port: ${port}
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -351,7 +355,7 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
     writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig(dir, socket, kubeletPort!, kubeletHealthz!, cp.ca.cert));
     const kubelet = start('kubelet', bins.kubelet, [
       `--config=${join(dir, 'kubelet.yaml')}`, `--kubeconfig=${nodeKubeconfig}`, `--root-dir=${join(dir, 'kubelet')}`,
-      `--cert-dir=${join(dir, 'kubelet-certs')}`, `--hostname-override=${NODE_NAME}`, '--node-ip=127.0.0.1', '--v=1',
+      `--cert-dir=${join(dir, 'kubelet-certs')}`, `--hostname-override=${NODE_NAME}`, `--node-ip=${GATEWAY}`, '--v=1',
     ], dir);
     procs.push(kubelet);
 

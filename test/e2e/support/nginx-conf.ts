@@ -38,7 +38,14 @@ export interface ConfOptions {
   readonly prefix: string;
   readonly wafRoot: string;
   readonly ports: ConfPorts;
+  /**
+   * Where the servers listen and where svc-auth and the API are: 127.0.0.1 for all three unless given (the node
+   * suite runs ingressServer in a pod: listening on every address, svc-auth behind its Service's ClusterIP).
+   */
+  readonly hosts?: { readonly listen: string; readonly auth: string; readonly oapi: string };
 }
+
+const LOOPBACK = { listen: '127.0.0.1', auth: '127.0.0.1', oapi: '127.0.0.1' } as const;
 
 /** ingress-nginx's name for the auth location of a path: base64url of the path, unpadded, and the path type. */
 export function externalAuthLocation(path: string, pathType = 'Prefix'): string {
@@ -49,17 +56,17 @@ export function externalAuthLocation(path: string, pathType = 'Prefix'): string 
  * The upstream ingress-nginx renders for `auth-keepalive` (deploy/ingress-nginx/ingress.yaml sets it):
  * kept-alive connections to svc-auth, shared by the auth locations of both paths.
  */
-function ingressAuthUpstream(authPort: number): string {
+function ingressAuthUpstream(authHost: string, authPort: number): string {
   return `
     upstream svc-data-external-auth {
-        server 127.0.0.1:${authPort};
+        server ${authHost}:${authPort};
         keepalive 32;
         keepalive_requests 10000;
         keepalive_timeout 60s;
     }`;
 }
 
-function ingressAuthLocation(path: string, authPort: number): string {
+function ingressAuthLocation(path: string, authHost: string, authPort: number): string {
   return `
         location = ${externalAuthLocation(path)} {
             internal;
@@ -67,7 +74,7 @@ function ingressAuthLocation(path: string, authPort: number): string {
             proxy_pass_request_body     off;
             proxy_set_header            Content-Length          "";
 
-            proxy_set_header            Host                    127.0.0.1:${authPort};
+            proxy_set_header            Host                    ${authHost}:${authPort};
             proxy_set_header            X-Original-URL          $scheme://$http_host$request_uri;
             proxy_set_header            X-Original-Method       $request_method;
             proxy_set_header            X-Sent-From             "nginx-ingress-controller";
@@ -89,17 +96,17 @@ ${AUTH_REQUEST_HEADERS.map(([name, value]) => `            proxy_set_header     
         }`;
 }
 
-export function ingressServer({ wafRoot, ports }: ConfOptions): string {
+export function ingressServer({ wafRoot, ports, hosts = LOOPBACK }: ConfOptions): string {
   const data = externalAuthLocation('/data');
   const oapi = externalAuthLocation('/oapi');
   return `
     # ingress-nginx, auth-url annotation (with auth-keepalive and auth-proxy-set-headers)
-${ingressAuthUpstream(ports.auth)}
+${ingressAuthUpstream(hosts.auth, ports.auth)}
     server {
-        listen 127.0.0.1:${ports.ingress};
+        listen ${hosts.listen}:${ports.ingress};
         server_name _;
-${ingressAuthLocation('/data', ports.auth)}
-${ingressAuthLocation('/oapi', ports.auth)}
+${ingressAuthLocation('/data', hosts.auth, ports.auth)}
+${ingressAuthLocation('/oapi', hosts.auth, ports.auth)}
 
         location /data/ {
             # this location requires authentication
@@ -122,7 +129,7 @@ ${ingressAuthLocation('/oapi', ports.auth)}
             proxy_set_header        X-Forwarded-Proto $scheme;
             proxy_set_header        X-Real-IP         $remote_addr;
             proxy_http_version      1.1;
-            proxy_pass              http://127.0.0.1:${ports.oapi};
+            proxy_pass              http://${hosts.oapi}:${ports.oapi};
         }
 
         # the controller's default backend
@@ -165,7 +172,7 @@ export function customErrorsServer({ wafRoot, ports }: ConfOptions): string {
         set $best_http_host $http_host;
 ${errorLocation(401)}
 ${errorLocation(403)}
-${ingressAuthLocation('/data', ports.auth)}
+${ingressAuthLocation('/data', '127.0.0.1', ports.auth)}
 
         location /data/ {
             auth_request        ${data};
