@@ -33,5 +33,12 @@ export default {
       globalTeardown: '<rootDir>/test/controlplane/global-teardown.ts',
       testTimeout: 30000,
     },
+    {
+      ...common,
+      displayName: 'node',
+      // The image built by podman and the chart on a real node (test/node/README.md).
+      // Minutes, not seconds: each test states its own timeout.
+      testMatch: ['<rootDir>/test/image/**/*.test.ts', '<rootDir>/test/node/**/*.test.ts'],
+    },
   ],
 };

@@ -11,11 +11,12 @@
 //   Kubernetes' own build/pause/linux/pause.c compiled here.
 // - The apiserver listens on 127.0.0.1 only. Pods reach it the way they reach it in any cluster, through the
 //   `kubernetes` Service (10.0.0.1:443, kube-proxy's DNAT) whose EndpointSlice names a forwarder on the bridge's
-//   own address, which relays to the loopback listener.
+//   own address: apiserver-relay.mjs, a process of its own, relays to the loopback listener.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer, type Server } from 'node:net';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ensureNodeAssets, type NodeComponent } from '../controlplane/assets.js';
 import { freePorts, type ControlPlane } from '../controlplane/controlplane.js';
 import { podmanOk } from '../image/podman.js';
@@ -25,6 +26,8 @@ export const POD_SUBNET = '10.244.0.0/24';
 export const GATEWAY = '10.244.0.1';
 export const NODE_NAME = 'svc-node';
 const CNI_NETWORK = 'svc-node';
+/** The first address of the control plane's --service-cluster-ip-range: the `kubernetes` Service. */
+const KUBERNETES_SERVICE_IP = '10.0.0.1';
 
 export interface Node {
   dir: string;
@@ -42,6 +45,19 @@ interface Proc {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function tcpConnects(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
 
 function run(cmd: string, args: readonly string[], allowFail = false): string {
   const r = spawnSync(cmd, [...args], { encoding: 'utf8' });
@@ -193,24 +209,6 @@ nodePortAddresses: [${GATEWAY}/32]
 `;
 }
 
-/** TCP relay from the bridge address to the loopback apiserver (see the top of this file). */
-function relay(listenHost: string, target: { host: string; port: number }): Promise<{ server: Server; port: number }> {
-  return new Promise((resolvePromise, reject) => {
-    const server = createServer((c) => {
-      const up = createConnection(target);
-      c.pipe(up).pipe(c);
-      const end = () => { c.destroy(); up.destroy(); };
-      c.on('error', end);
-      up.on('error', end);
-    });
-    server.on('error', reject);
-    server.listen(0, listenHost, () => {
-      const a = server.address();
-      resolvePromise({ server, port: typeof a === 'object' && a ? a.port : 0 });
-    });
-  });
-}
-
 async function waitFor(what: string, timeoutMs: number, procs: Proc[], check: () => Promise<boolean> | boolean): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -263,7 +261,7 @@ export function cleanupHost(dir: string, kubeProxy?: string): void {
   removeKubeChains();
   // Whatever the kubelet or containerd still had mounted under our dir (pod volumes, rootfs, shm, netns).
   const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '')
-    .map((m) => m.replace(/\\040/g, ' ')).filter((m) => m.startsWith(`${dir}/`) || m.startsWith('/run/netns/cni-') && false);
+    .map((m) => m.replace(/\\040/g, ' ')).filter((m) => m.startsWith(`${dir}/`));
   for (const m of mounts.sort((a, b) => b.length - a.length)) run('umount', ['-l', m], true);
   run('ip', ['link', 'del', BRIDGE], true);
 }
@@ -277,7 +275,6 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
   for (const d of ['cni/net.d', 'cni/ipam', 'kubelet', 'containerd']) mkdirSync(join(dir, d), { recursive: true });
   const procs: Proc[] = [];
   const socket = join(dir, 'containerd.sock');
-  let relayServer: Server | undefined;
 
   const stop = async (): Promise<void> => {
     const kubelet = procs.find((p) => p.name === 'kubelet');
@@ -295,7 +292,6 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
     for (const p of [...procs].reverse()) await stopProc(p);
     // runc shims outlive containerd by design; any still here are ours (their -address is our socket).
     killShims(socket);
-    relayServer?.close();
     cleanupHost(dir, bins['kube-proxy']);
     if ((process.env.SVC_CONTROLPLANE_KEEP ?? '') !== 'true') rmSync(dir, { recursive: true, force: true });
   };
@@ -318,15 +314,17 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
     importIntoContainerd(socket, images, dir);
 
     const apiPort = Number(new URL(cp.server).port);
-    const r = await relay(GATEWAY, { host: '127.0.0.1', port: apiPort });
-    relayServer = r.server;
+    const [relayPort] = await freePorts(1);
+    const relay = start('apiserver-relay', process.execPath, [fileURLToPath(new URL('./apiserver-relay.mjs', import.meta.url)), GATEWAY, String(relayPort), '127.0.0.1', String(apiPort)], dir);
+    procs.push(relay);
+    await waitFor('the apiserver relay', 10_000, [relay], () => tcpConnects(GATEWAY, relayPort!, 1000));
     // The kubernetes Service's endpoints (the apiserver runs with --endpoint-reconciler-type=none).
     const admin = cp.kubeconfigPath;
     const slice = {
       apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
       metadata: { name: 'kubernetes-svc-node', namespace: 'default', labels: { 'kubernetes.io/service-name': 'kubernetes', 'endpointslice.kubernetes.io/managed-by': 'svc-node-harness' } },
       addressType: 'IPv4', endpoints: [{ addresses: [GATEWAY], conditions: { ready: true } }],
-      ports: [{ name: 'https', port: r.port, protocol: 'TCP' }],
+      ports: [{ name: 'https', port: relayPort, protocol: 'TCP' }],
     };
     spawnSync('kubectl', ['--kubeconfig', admin, 'apply', '-f', '-'], { input: JSON.stringify(slice), encoding: 'utf8' });
 
@@ -368,6 +366,9 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
       return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
     });
     log(`node ${NODE_NAME} Ready`);
+    // Pods reach the API through the kubernetes Service; until kube-proxy has programmed it their clients' first
+    // connections go nowhere and wait out TCP's SYN retries. The host's own connections pass the same DNAT rules.
+    await waitFor('kube-proxy: the kubernetes Service', 60_000, procs, () => tcpConnects(KUBERNETES_SERVICE_IP, 443, 1000));
     await waitFor('the default ServiceAccount', 60_000, procs, () => spawnSync('kubectl', ['--kubeconfig', admin, 'get', 'sa', 'default', '-n', 'default']).status === 0);
     return {
       dir,

@@ -72,10 +72,9 @@ export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack>
     lap('node');
     const helm = assets.helm!;
     if (opts.installChart ?? true) {
-      const r = runHelm(helm, chartInstallArgs(cp.kubeconfigPath, image.ref));
+      const r = runHelm(helm, chartInstallArgs(cp.kubeconfigPath, image.ref), 330_000);
       if (r.status !== 0) {
-        const pods = kubectl(cp.kubeconfigPath, ['get', 'pods', '-A', '-o', 'wide']).stdout;
-        throw new Error(`helm install failed (exit ${r.status}): ${r.stderr.trim().slice(-2000)}\n${pods}`);
+        throw new Error(`helm install failed (exit ${r.status}): ${r.stderr.trim().slice(-2000)}\n${diagnostics(cp.kubeconfigPath)}`);
       }
       lap('chart');
       log(`chart installed in ${timings.chart}s: ${NAMESPACE}/${RELEASE}`);
@@ -95,6 +94,19 @@ export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack>
     await cp.stop();
     throw e;
   }
+}
+
+/** What a failed install leaves to read: the pods, their recent events, and each Deployment's last log lines. */
+function diagnostics(kubeconfig: string): string {
+  const out = (args: string[]) => {
+    const r = kubectl(kubeconfig, args);
+    return `$ kubectl ${args.join(' ')}\n${r.stdout}${r.stderr}`;
+  };
+  return [
+    out(['get', 'pods', '-A', '-o', 'wide']),
+    out(['get', 'events', '-n', NAMESPACE, '--sort-by=.lastTimestamp']).split('\n').slice(-25).join('\n'),
+    ...['svc-operator', 'svc-auth'].map((d) => out(['logs', '-n', NAMESPACE, `deploy/${d}`, '--tail=15']).slice(-4000)),
+  ].join('\n');
 }
 
 export { repoRoot };

@@ -48,8 +48,8 @@ function helmEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-export function runHelm(helm: string, args: readonly string[]): RunResult {
-  const r = spawnSync(helm, args, { encoding: 'utf8', env: helmEnv(), timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+export function runHelm(helm: string, args: readonly string[], timeoutMs = 120_000): RunResult {
+  const r = spawnSync(helm, args, { encoding: 'utf8', env: helmEnv(), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
   return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: `${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}` };
 }
 
