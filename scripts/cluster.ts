@@ -2,6 +2,9 @@
 //
 //   tsx scripts/cluster.ts up       start etcd + kube-apiserver in the background (or reuse the running one),
 //                                   install crds/, print `export KUBECONFIG=...`
+//   tsx scripts/cluster.ts up --node   the same with one node (kubelet on containerd, kube-proxy, scheduler,
+//                                   controller-manager) and the image built from the Dockerfile imported into it,
+//                                   no CRDs (the chart brings them): root, Linux, the packages of test/node/README.md
 //   tsx scripts/cluster.ts down     stop it
 //   tsx scripts/cluster.ts status   print the state (exit 1 when not running)
 //
@@ -13,6 +16,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readSync, rmSync, statSync 
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pidAlive, pidRuns, readState, type ClusterState } from '../test/controlplane/state.js';
+import { reapNode } from '../test/node/node.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const stateDir = join(root, '.cache', 'cluster');
@@ -47,6 +51,7 @@ function running(): ClusterState | undefined {
     process.kill(state.pids.kubeApiserver, 'SIGKILL');
   }
   if (state.pids.etcd && state.binaries && pidRuns(state.pids.etcd, state.binaries.etcd)) process.kill(state.pids.etcd, 'SIGKILL');
+  if (state.node) reapNode(state.node.dir, err);
   if (state.dataDir) rmSync(state.dataDir, { recursive: true, force: true });
   rmSync(join(stateDir, 'state.json'), { force: true });
   err(`cleaned up after a dead cluster supervisor (pid ${state.supervisorPid})`);
@@ -55,6 +60,7 @@ function running(): ClusterState | undefined {
 
 function printExport(state: ClusterState): void {
   err(`cluster ready: ${state.server}${state.versions['kube-apiserver'] ? ` (kube-apiserver ${state.versions['kube-apiserver']}, etcd ${state.versions.etcd})` : ''}`);
+  if (state.node) err(`node svc-node Ready (pods on 10.244.0.0/24, reachable from this host); images ${state.node.images.svc}, ${state.node.images.nginx}; no CRDs until the chart is installed (npm run demo:cluster -- --node)`);
   process.stdout.write(`export KUBECONFIG=${state.kubeconfig}\n`);
 }
 
@@ -74,9 +80,15 @@ function follow(file: string): () => void {
   return () => clearInterval(timer);
 }
 
+const withNode = process.argv.includes('--node');
+
 async function up(): Promise<number> {
   const existing = running();
   if (existing) {
+    if (withNode && !existing.node) {
+      err('a control plane without a node is running: `npm run cluster:down` first, then `npm run cluster:up -- --node`');
+      return 2;
+    }
     if (await readyz(existing)) {
       printExport(existing);
       return 0;
@@ -86,7 +98,7 @@ async function up(): Promise<number> {
   }
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, ['--import', 'tsx', supervisor, '--state-dir', stateDir], {
+  const child = spawn(process.execPath, ['--import', 'tsx', supervisor, '--state-dir', stateDir, ...(withNode ? ['--node'] : [])], {
     cwd: root,
     detached: true,
     stdio: ['ignore', fd, fd, 'ipc'],
@@ -118,7 +130,8 @@ async function down(): Promise<number> {
     return 0;
   }
   process.kill(state.supervisorPid, 'SIGTERM');
-  const deadline = Date.now() + 30_000;
+  // A node takes longer: every pod is deleted through the kubelet before it stops.
+  const deadline = Date.now() + (state.node ? 150_000 : 30_000);
   while (pidAlive(state.supervisorPid) && Date.now() < deadline) await sleep(100);
   if (pidAlive(state.supervisorPid)) {
     process.kill(state.supervisorPid, 'SIGKILL');
@@ -145,7 +158,7 @@ const commands: Record<string, () => Promise<number>> = { up, down, status };
 const cmd = process.argv[2] ?? '';
 const run = commands[cmd];
 if (!run) {
-  err('usage: tsx scripts/cluster.ts up|down|status');
+  err('usage: tsx scripts/cluster.ts up [--node] | down | status');
   process.exit(2);
 }
 run().then((code) => process.exit(code), (e: unknown) => {

@@ -10,7 +10,9 @@
 //
 // Then it prints what to try, and stops everything it started on Ctrl-C.
 //
-//   tsx scripts/demo-cluster.ts [--keep-cluster]
+//   tsx scripts/demo-cluster.ts [--keep-cluster] [--node]
+//
+// With --node: the chart installed for real on the node of `npm run cluster:up -- --node` instead (scripts/demo-node.ts).
 //
 // Needs what `npm test` needs: the test binaries (built from their Go modules on first use, see
 // test/controlplane/README.md) and nginx (installed from Debian's packages when missing and run as root).
@@ -25,6 +27,7 @@ import { TOPIC, WAF, API, PROCESSES } from '../test/e2e/support/fixtures.js';
 import { ensureNginx, nginxPlan } from '../test/e2e/support/nginx.js';
 import { helmBinary } from '../test/stack/helm.js';
 import { Stack } from '../test/stack/stack.js';
+import { nodeDemo } from './demo-node.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const clusterDir = join(root, '.cache', 'cluster');
@@ -52,6 +55,7 @@ async function cluster(): Promise<{ state: ClusterState; started: boolean }> {
 
 async function main(): Promise<void> {
   const keepCluster = process.argv.includes('--keep-cluster');
+  if (process.argv.includes('--node')) return nodeDemo(keepCluster);
   const plan = nginxPlan();
   const nginxBinary = ensureNginx(plan);
   const helm = await helmBinary();

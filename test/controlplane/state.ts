@@ -16,6 +16,8 @@ export interface ClusterState {
   binaries?: { etcd: string; kubeApiserver: string; helm?: string };
   versions: Record<string, string>;
   crds: string[];
+  /** The node of `cluster:up -- --node`: its working dir and the images imported into its containerd. */
+  node?: { dir: string; images: { svc: string; nginx: string } };
   startedAt: string;
 }
 

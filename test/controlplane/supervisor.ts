@@ -1,9 +1,11 @@
 // The process that owns one control plane: finds/builds the binaries, starts etcd + kube-apiserver (or takes the
 // cluster of KUBECONFIG when USE_EXISTING_CLUSTER=true), installs the CRDs, writes <state-dir>/state.json and
 // <state-dir>/kubeconfig, reports over IPC (when it has a parent channel), then holds the control plane until
-// SIGTERM/SIGINT/SIGHUP, or until the process named by --watch-parent is gone.
+// SIGTERM/SIGINT/SIGHUP, or until the process named by --watch-parent is gone. With --node it also runs one node
+// (../node/node.ts: kubelet on containerd, kube-proxy, scheduler, controller-manager) with the image built from the
+// Dockerfile and Debian's nginx imported, and stops it before the control plane.
 //
-//   node --import tsx test/controlplane/supervisor.ts --state-dir DIR [--watch-parent PID] [--remove-state-dir] [--helm]
+//   node --import tsx test/controlplane/supervisor.ts --state-dir DIR [--watch-parent PID] [--remove-state-dir] [--helm] [--node]
 //
 // It is a process of its own because jest loads globalSetup as CommonJS, outside its module mapper, where our ESM
 // TypeScript (and client-node) cannot be imported; scripts/cluster.ts runs it detached for `cluster up`.
@@ -11,6 +13,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AssetsUnavailableError, ensureAssets, type Assets } from './assets.js';
+import { startNode, type Node } from '../node/node.js';
+import { ensureNodeImages } from '../node/stack.js';
+import { cachedBuildDir } from './assets.js';
 import { isUseExistingCluster, startControlPlane, useExistingCluster, type ControlPlane } from './controlplane.js';
 import type { ClusterState } from './state.js';
 
@@ -56,12 +61,15 @@ async function main(): Promise<void> {
   rmSync(stateFile, { force: true });
 
   let cp: ControlPlane | undefined;
+  let node: Node | undefined;
   let stopping = false;
+  const withNode = process.argv.includes('--node');
   const shutdown = async (why: string, code = 0) => {
     if (stopping) return;
     stopping = true;
     log(`stopping (${why})`);
     try {
+      await node?.stop();
       await cp?.stop();
     } finally {
       rmSync(process.argv.includes('--remove-state-dir') ? stateDir : stateFile, { recursive: true, force: true });
@@ -81,13 +89,24 @@ async function main(): Promise<void> {
 
   try {
     let binaries: Assets | undefined;
+    let nodeState: ClusterState['node'];
     if (isUseExistingCluster()) {
       cp = await useExistingCluster();
     } else {
-      const assets = await ensureAssets({ helm: process.argv.includes('--helm') });
+      const assets = await ensureAssets({ helm: withNode || process.argv.includes('--helm') });
       binaries = assets;
+      const images = withNode ? await ensureNodeImages() : undefined;
       if (stopping) return;
-      cp = await startControlPlane({ assets });
+      // A node runs the chart, which installs (and owns) the CRD: the harness installs none there.
+      const crdDir = withNode ? join(stateDir, 'no-crds') : undefined;
+      if (crdDir) mkdirSync(crdDir, { recursive: true });
+      cp = await startControlPlane({ assets, withNode, ...(crdDir ? { crdDir } : {}) });
+      if (images) {
+        node = await startNode({ cp, dir: join(stateDir, 'node'), k8sVersion: cachedBuildDir('kubelet').version, log });
+        node.importImages([images.image.ref, images.nginxImage]);
+        nodeState = { dir: node.dir, images: { svc: images.image.ref, nginx: images.nginxImage } };
+        log(`node Ready; images imported: ${images.image.ref}, ${images.nginxImage}`);
+      }
     }
     // Our own cluster: a copy of the admin kubeconfig in the state dir (0600). An existing one: KUBECONFIG itself
     // (a copy would break relative certificate paths).
@@ -107,6 +126,7 @@ async function main(): Promise<void> {
       ...(binaries ? { binaries } : {}),
       versions: binaries ? binaryVersions(binaries) : {},
       crds: cp.crds,
+      ...(nodeState ? { node: nodeState } : {}),
       startedAt: new Date().toISOString(),
     };
     writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });

@@ -266,12 +266,63 @@ export function cleanupHost(dir: string, kubeProxy?: string): void {
   run('ip', ['link', 'del', BRIDGE], true);
 }
 
+/**
+ * The working dir of the node this host runs, if any. The bridge, the pod CIDR and the iptables chains are host-wide,
+ * so there is one node per host; the marker lets the next start (or `cluster:down`) take down a node whose owner was
+ * killed before it could stop it.
+ */
+const MARKER = '/run/svc-access-control-node';
+
+/** Stops what a killed owner left running of the node in `dir`: its processes, containers, mounts, bridge, rules. */
+export function reapNode(dir: string, log: (m: string) => void = () => undefined): void {
+  const socket = join(dir, 'containerd.sock');
+  const ours = (cmd: string) => (cmd.includes(`${dir}/`) || cmd.includes('apiserver-relay.mjs')) && !cmd.includes('containerd-shim') && !/\bcontainerd\b --config/.test(cmd);
+  const pids = (match: (cmd: string) => boolean) => readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid).filter((p) => {
+    try {
+      return match(readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' '));
+    } catch {
+      return false;
+    }
+  }).map(Number);
+  const kill = (list: number[]) => list.forEach((pid) => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  });
+  // The kubelet, kube-proxy, the controllers and the relay first (no restarts), then the containers through the
+  // still-running containerd, then containerd and its shims.
+  const found = pids(ours);
+  kill(found);
+  if (existsSync(socket)) removeAllContainers(socket);
+  kill(pids((cmd) => cmd.startsWith('containerd --config') && cmd.includes(`${dir}/`)));
+  killShims(socket);
+  cleanupHost(dir);
+  const existed = existsSync(dir);
+  rmSync(dir, { recursive: true, force: true });
+  if (existed || found.length > 0) log(`reaped a node left running in ${dir} (${found.length} processes)`);
+}
+
+function reapLeftNode(log: (m: string) => void): void {
+  let left: string;
+  try {
+    left = readFileSync(MARKER, 'utf8').trim();
+  } catch {
+    return;
+  }
+  if (left.startsWith('/')) reapNode(left, log);
+  rmSync(MARKER, { force: true });
+}
+
 export async function startNode(opts: StartNodeOptions): Promise<Node> {
   const log = opts.log ?? ((m: string) => process.stderr.write(`[node] ${m}\n`));
   const { cp, dir } = opts;
   if (!cp.ca || !cp.dir) throw new Error('the node needs the harness control plane (not USE_EXISTING_CLUSTER)');
   const bins = await ensureNodeAssets();
+  reapLeftNode(log);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(MARKER, `${dir}\n`);
   for (const d of ['cni/net.d', 'cni/ipam', 'kubelet', 'containerd']) mkdirSync(join(dir, d), { recursive: true });
   const procs: Proc[] = [];
   const socket = join(dir, 'containerd.sock');
@@ -294,6 +345,7 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
     killShims(socket);
     cleanupHost(dir, bins['kube-proxy']);
     if ((process.env.SVC_CONTROLPLANE_KEEP ?? '') !== 'true') rmSync(dir, { recursive: true, force: true });
+    rmSync(MARKER, { force: true });
   };
 
   try {

@@ -45,6 +45,20 @@ export function chartInstallArgs(kubeconfig: string, image: string): string[] {
   ];
 }
 
+/** The images a node runs, built or assembled when missing: ours from the Dockerfile, Debian's nginx. */
+export async function ensureNodeImages(): Promise<{ image: BuiltImage; nginxImage: string }> {
+  await ensureNodeAssets();
+  const image = await buildImage();
+  const nginxImage = await ensureBaseImage(nginxBase);
+  return { image, nginxImage };
+}
+
+/** `helm install --wait` of the chart with the local image; throws with what the cluster shows when it fails. */
+export function installChart(helm: string, kubeconfig: string, image: string): void {
+  const r = runHelm(helm, chartInstallArgs(kubeconfig, image), 330_000);
+  if (r.status !== 0) throw new Error(`helm install failed (exit ${r.status}): ${r.stderr.trim().slice(-2000)}\n${diagnostics(kubeconfig)}`);
+}
+
 export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack> {
   const log = opts.log ?? ((m: string) => process.stderr.write(`[node-stack] ${m}\n`));
   mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
@@ -56,9 +70,7 @@ export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack>
   };
   // Go builds one at a time (2 cores); the image builds are mostly downloads and podman's layer cache.
   const assets = await ensureAssets({ helm: true });
-  await ensureNodeAssets();
-  const image = await buildImage();
-  const nginxImage = await ensureBaseImage(nginxBase);
+  const { image, nginxImage } = await ensureNodeImages();
   lap('assets and images');
   // No CRDs from the harness: the chart installs (and owns) its own, as it does for users.
   const noCrds = join(opts.dir, 'no-crds');
@@ -72,10 +84,7 @@ export async function startNodeStack(opts: NodeStackOptions): Promise<NodeStack>
     lap('node');
     const helm = assets.helm!;
     if (opts.installChart ?? true) {
-      const r = runHelm(helm, chartInstallArgs(cp.kubeconfigPath, image.ref), 330_000);
-      if (r.status !== 0) {
-        throw new Error(`helm install failed (exit ${r.status}): ${r.stderr.trim().slice(-2000)}\n${diagnostics(cp.kubeconfigPath)}`);
-      }
+      installChart(helm, cp.kubeconfigPath, image.ref);
       lap('chart');
       log(`chart installed in ${timings.chart}s: ${NAMESPACE}/${RELEASE}`);
     }
