@@ -92,7 +92,7 @@ export async function ensureBaseImage(recipe: BaseRecipe): Promise<string> {
   const ref = baseImageRef(recipe);
   if (imageExists(ref)) return ref;
   for (const tool of ['mmdebstrap', 'podman']) {
-    if (!which(tool)) throw new Error(`${tool} not found: apt-get install mmdebstrap podman (see test/image/README.md)`);
+    if (!which(tool)) throw new Error(`${tool} not found: apt-get install mmdebstrap podman (see test/node/README.md)`);
   }
   const started = Date.now();
   log(`assembling ${ref} from Debian ${recipe.suite}: ${recipe.packages.join(', ')}`);
