@@ -4,12 +4,14 @@
 // load it, and an nginx pod configured as ingress-nginx configures `auth-url` enforces it. Then faults, with a
 // client looping through that nginx: never a 200 for the closed scope without its token.
 import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildWafTree, TOPIC, WAF } from '../e2e/support/fixtures.js';
 import { ensureHostPackages, hostPlan, NODE_PACKAGES } from './host-packages.js';
 import { NGINX_POD, NGINX_PORT, nginxPodManifests } from './nginx-pod.js';
+import { BRIDGE } from './node.js';
 import { NAMESPACE, startNodeStack, type NodeStack } from './stack.js';
 
 const plan = hostPlan(NODE_PACKAGES);
@@ -130,8 +132,16 @@ suite('the chart on a real node', () => {
   }, 3_000_000);
 
   afterAll(async () => {
-    await stack?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (!stack) return;
+    await stack.stop();
+    // Nothing of the node is left on the host: no bridge, no KUBE-* chains, no mount under its directory.
+    const leftovers = {
+      bridge: spawnSync('ip', ['link', 'show', BRIDGE]).status === 0,
+      chains: spawnSync('iptables-save', [], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.startsWith(':KUBE-')),
+      mounts: readFileSync('/proc/self/mounts', 'utf8').split('\n').filter((l) => l.includes(`${dir}/`)),
+    };
+    rmSync(dir, { recursive: true, force: true });
+    expect(leftovers).toEqual({ bridge: false, chains: [], mounts: [] });
   }, 300_000);
 
   it('helm install --wait brought every Deployment to Ready, with the chart\'s security contexts', () => {
