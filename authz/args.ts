@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { AccessConfig } from '../core/index.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
+import { checkOidcOptions, type OidcOptions } from './oidc.js';
 import { accessConfig, parseHostPort, UsageError, type HostPort } from './options.js';
 
 export type SourceConfig =
@@ -20,7 +21,11 @@ export interface AuthConfig {
   readonly cacheMaxAge: number;
   /** Individual refusal lines written at info per minute; the rest are summed in "requests refused" lines. */
   readonly refusalSample: number;
+  /** OpenID providers whose JWTs are verified as identities (no issuers: single sign-on is off). */
+  readonly oidc: OidcOptions;
 }
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 export interface Output {
   out(text: string): void;
@@ -39,6 +44,14 @@ function version(): string {
     }
   }
   return 'unknown';
+}
+
+function isReadableFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 function isDirectory(path: string): boolean {
@@ -69,6 +82,11 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     .option('--token-query-param <name>', 'query argument that carries a token; "" disables query tokens', 'token')
     .option('--cache-max-age <seconds>', 'longest an nginx/ingress-nginx auth cache may keep an allow (X-Accel-Expires; refusals are never cached); 0 disables', '30')
     .option('--open-paths-by-default', 'process execution and stations writes are open until a path scope has a token (default: closed until one grants them)')
+    .option('--oidc-issuer <url>', 'an OpenID provider whose JWTs grant as identities (spec.subjects); repeatable; https, or http on loopback', collect, [])
+    .option('--oidc-audience <aud>', 'the audience (client id) a JWT must carry; required with --oidc-issuer; repeatable', collect, [])
+    .option('--oidc-username-claim <claim>', 'the claim that spec.subjects User names match', 'sub')
+    .option('--oidc-groups-claim <claim>', 'the claim whose entries spec.subjects Group names match', 'groups')
+    .option('--oidc-ca-file <file>', "a PEM CA bundle for the providers' TLS (besides the system's)")
     .option('--refusal-log-sample <lines>', 'refusals logged one line each per minute at info; every refusal is counted in "requests refused" lines', '20')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .version(version(), '-V, --version')
@@ -100,6 +118,11 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     refusalLogSample: string;
     openPathsByDefault?: boolean;
     logLevel: LogLevel;
+    oidcIssuer: string[];
+    oidcAudience: string[];
+    oidcUsernameClaim: string;
+    oidcGroupsClaim: string;
+    oidcCaFile?: string;
   }>();
   try {
     if ([o.scopesDir, o.snapshotFile, o.snapshotConfigmap].filter((v) => v !== undefined).length !== 1) {
@@ -139,7 +162,13 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     if (!/^\d{1,7}$/.test(o.refusalLogSample)) {
       throw new UsageError(`--refusal-log-sample ${JSON.stringify(o.refusalLogSample)}: give a whole number of lines per minute, e.g. 20 (0: only the per-minute sums)`);
     }
-    return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample) };
+    const oidc: OidcOptions = {
+      issuers: o.oidcIssuer, audiences: o.oidcAudience, usernameClaim: o.oidcUsernameClaim, groupsClaim: o.oidcGroupsClaim,
+      ...(o.oidcCaFile !== undefined ? { caFile: resolve(o.oidcCaFile) } : {}),
+    };
+    checkOidcOptions(oidc);
+    if (oidc.caFile !== undefined && !isReadableFile(oidc.caFile)) throw new UsageError(`--oidc-ca-file ${o.oidcCaFile}: no such file`);
+    return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample), oidc };
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(`svc-auth: ${e.message}\n${HINT}\n`);

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import { decide, sameTarget, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope } from '../core/index.js';
-import { answerSets, sendGranted, sendInsufficientScope, type AnswerSet } from './answers.js';
+import { decide, sameTarget, scopeKey, stripOrigin, type AccessConfig, type AccessIndex, type Decision, type Scope, type VerifiedJwt } from '../core/index.js';
+import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope, type AnswerSet } from './answers.js';
+import type { OidcVerifier } from './oidc.js';
 import { DecisionLog } from './decision-log.js';
 import type { Refusal, Refusals } from './refusals.js';
 import type { TokenUsage } from './token-usage.js';
@@ -24,6 +25,8 @@ export interface AuthContext {
   readonly usage: TokenUsage;
   /** Where refusals are counted (logged per window at info; a bounded sample one by one). */
   readonly refusals: Refusals;
+  /** The OpenID verifier when issuers are configured; `access.oidcIssuers` names the same issuers. */
+  readonly oidc?: OidcVerifier;
 }
 
 const EXT_AUTHZ = '/authz/ext-authz';
@@ -179,6 +182,12 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
         sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, now);
         usage.record(d.scopeKey, d.tokenId, now);
         return d.scope.kind;
+      case 'granted-identity':
+        sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.expiresAt, now);
+        return d.scope.kind;
+      case 'verify-jwt':
+        // Never an answer: the handler verifies and decides again. Reaching here is a bug: deny.
+        throw new Error('verify-jwt reached the answer');
       case 'no-token':
         sendAnswer(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
         return kindOf(d.governing);
@@ -199,7 +208,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     if (d === null) return { endpoint, outcome };
     switch (d.outcome) {
       case 'insufficient-scope':
-        return { endpoint, outcome, scope: keysOf(d.governing), tokenId: d.tokenId };
+        return { endpoint, outcome, scope: keysOf(d.governing), tokenId: d.tokenId, issuer: d.issuer, user: d.user };
       case 'invalid-token':
         return { endpoint, outcome, scope: keysOf(d.governing), why: d.why, tokenId: d.tokenId };
       case 'no-token':
@@ -220,6 +229,11 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
     if (d?.outcome === 'granted') {
       if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.source });
+      return;
+    }
+    if (d?.outcome === 'granted-identity') {
+      // The audit line of a single sign-on grant: who (issuer, user) and through which group; never the JWT.
+      if (decisions.enabled('info')) decisions.write('info', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.source, issuer: d.issuer, user: d.user, group: d.group });
       return;
     }
     // Refusals are counted for Refusals' info lines; a bounded sample of them is written at info one by one.
@@ -281,23 +295,76 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
           else if (method !== null && !isToken(method)) decision = { outcome: 'malformed', reason: 'no valid original method' };
           else decision = decide(index, access, { method, target, authorization }, now);
         }
-        outcome = decision.outcome;
+        if (decision.outcome === 'verify-jwt' && original?.target !== undefined) {
+          void verifyThenAnswer(endpoint, set, res, { ...original, target: original.target }, decision, started);
+          return true;
+        }
+        outcome = outcomeOf(decision);
         kind = answer(res, set, decision, now);
       }
     } catch (e) {
       outcome = 'error';
       kind = 'none';
       decision = null;
-      logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
-      if (!res.headersSent) sendAnswer(res, set.unavailable);
-      else res.destroy();
+      denyOnError(endpoint, set, res, e);
     }
+    finish(endpoint, started, outcome, kind, original, decision);
+    return true;
+  };
+
+  function denyOnError(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, e: unknown): void {
+    logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
+    if (!res.headersSent) sendAnswer(res, set.unavailable);
+    else res.destroy();
+  }
+
+  function finish(endpoint: EndpointName, started: number, outcome: AnswerOutcome, kind: ScopeKindLabel, original: Original | undefined, decision: Decision | null): void {
     try {
       metrics.decision(endpoint, outcome, kind, (performance.now() - started) / 1000);
       if (outcome !== 'error') log(endpoint, original?.method ?? undefined, decision, outcome);
     } catch {
       // The answer is out; bookkeeping must never take the server down.
     }
-    return true;
-  };
+  }
+
+  /**
+   * The JWT path (single sign-on): verify the JWT (signature, issuer, audience, times; keys cached), then decide
+   * again with the result against the index in service *after* verification, so a subject removed meanwhile
+   * does not grant. No keys yet for the issuer: unavailable, never a grant; opaque tokens are unaffected.
+   */
+  async function verifyThenAnswer(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, o: Original & { target: string }, pending: Decision & { outcome: 'verify-jwt' }, started: number): Promise<void> {
+    let outcome: AnswerOutcome;
+    let kind: ScopeKindLabel = 'none';
+    let decision: Decision | null = null;
+    try {
+      if (!ctx.oidc) throw new Error('a JWT to verify but no OpenID verifier configured');
+      const v = await ctx.oidc.verify(pending.jwt, pending.issuer);
+      const index = state.index;
+      if (index === null || (!v.ok && v.unavailable === true)) {
+        outcome = 'unavailable';
+        sendAnswer(res, set.unavailable);
+      } else {
+        const now = Date.now();
+        const verified: VerifiedJwt = v.ok ? { ...v, source: pending.source } : { ok: false, source: pending.source };
+        decision = decide(index, access, { method: o.method, target: o.target, authorization: o.authorization, verified }, now);
+        outcome = outcomeOf(decision);
+        kind = answer(res, set, decision, now);
+      }
+      metrics.jwtDecision(outcome, v.ok ? undefined : v.reason);
+    } catch (e) {
+      outcome = 'error';
+      kind = 'none';
+      decision = null;
+      denyOnError(endpoint, set, res, e);
+    }
+    finish(endpoint, started, outcome, kind, o, decision);
+  }
+}
+
+/** The metric and log outcome of a decision: an identity's grant is a grant. */
+function outcomeOf(d: Decision): AnswerOutcome {
+  if (d.outcome === 'granted-identity') return 'granted';
+  // verify-jwt is never answered (the handler verifies first): count it as the error it would be.
+  if (d.outcome === 'verify-jwt') return 'error';
+  return d.outcome;
 }

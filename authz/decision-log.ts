@@ -20,6 +20,10 @@ export interface DecisionFields {
   readonly tokenSource?: string | undefined;
   readonly why?: string | undefined;
   readonly reason?: string | undefined;
+  /** An identity's issuer, username and granting group (JWT credentials): never the JWT itself. */
+  readonly issuer?: string | undefined;
+  readonly user?: string | undefined;
+  readonly group?: string | undefined;
 }
 
 interface Destination {
@@ -63,6 +67,9 @@ export class DecisionLog {
     if (f.tokenSource !== undefined) line += `,"tokenSource":"${f.tokenSource}"`;
     if (f.why !== undefined) line += `,"why":"${f.why}"`;
     if (f.reason !== undefined) line += `,"reason":${str(f.reason)}`;
+    if (f.issuer !== undefined) line += `,"issuer":${str(f.issuer)}`;
+    if (f.user !== undefined) line += `,"user":${str(f.user)}`;
+    if (f.group !== undefined) line += `,"group":${str(f.group)}`;
     this.stream.write(`${line},"msg":"decision"}\n`);
   }
 }

@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const source = sourceFor(parsed.source);
   let server: RunningServer;
   try {
-    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, cacheMaxAge: parsed.cacheMaxAge, refusalSample: parsed.refusalSample, source, logger });
+    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, cacheMaxAge: parsed.cacheMaxAge, refusalSample: parsed.refusalSample, oidc: parsed.oidc, source, logger });
   } catch (e) {
     logger.fatal({ err: e }, 'cannot start');
     await close();
@@ -70,6 +70,7 @@ async function main(): Promise<void> {
       apiPrefix: `/${parsed.access.apiPrefix.join('/')}`,
       tokenQueryParam: parsed.access.tokenParam,
       openPathsByDefault: parsed.access.openPathsByDefault === true,
+      ...(parsed.oidc.issuers.length > 0 ? { oidcIssuers: parsed.oidc.issuers, oidcAudiences: parsed.oidc.audiences, oidcUsernameClaim: parsed.oidc.usernameClaim, oidcGroupsClaim: parsed.oidc.groupsClaim } : {}),
     },
     'svc-auth listening',
   );

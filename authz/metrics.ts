@@ -93,6 +93,8 @@ export class AuthMetrics {
   private readonly tokens: Gauge;
   private readonly loadSeconds: Gauge;
   private readonly ready: Gauge;
+  private readonly jwtDecisions: Counter<'outcome' | 'failure'>;
+  private readonly jwksFetches: Counter<'issuer' | 'result'>;
   private loadedAt: number | null = null;
   private logDrops: () => number = () => 0;
 
@@ -115,6 +117,18 @@ export class AuthMetrics {
           decisions.labels(ENDPOINTS[endpoint]!, OUTCOMES[outcome]!, SCOPE_KIND_LABELS[kind]!).inc(delta);
         }
       },
+    });
+    this.jwtDecisions = new Counter({
+      name: 'svc_auth_jwt_decisions_total',
+      help: 'Decisions on JWT credentials (single sign-on), by outcome and, for a JWT that failed verification, the check that failed; svc_auth_decisions_total counts these too.',
+      labelNames: ['outcome', 'failure'] as const,
+      registers,
+    });
+    this.jwksFetches = new Counter({
+      name: 'svc_auth_oidc_jwks_fetches_total',
+      help: 'JWKS fetches of the OpenID issuers (at start, on an unknown key id at most once per cooldown, and periodically), by result.',
+      labelNames: ['issuer', 'result'] as const,
+      registers,
     });
     this.durations = new EndpointHistogram('svc_auth_decision_duration_seconds', 'Time from receiving an auth request to having written its answer.');
     this.registry.registerMetric(this.durations as unknown as Metric);
@@ -164,6 +178,16 @@ export class AuthMetrics {
   }
 
   /** The per-request part: two array increments and a bucket search. */
+  /** A decision on a JWT credential (svc_auth_jwt_decisions_total), with why verification failed if it did. */
+  jwtDecision(outcome: AnswerOutcome, failure?: string): void {
+    this.jwtDecisions.labels(outcome, failure ?? '').inc();
+  }
+
+  /** A JWKS fetch of an OpenID issuer (svc_auth_oidc_jwks_fetches_total), ok or failed. */
+  jwksFetch(issuer: string, ok: boolean): void {
+    this.jwksFetches.labels(issuer, ok ? 'ok' : 'failed').inc();
+  }
+
   decision(endpoint: EndpointName, outcome: AnswerOutcome, kind: ScopeKindLabel, seconds: number): void {
     const e = ENDPOINT_INDEX[endpoint];
     this.decisionCounts[(e * OUTCOMES.length + OUTCOME_INDEX[outcome]) * SCOPE_KIND_LABELS.length + KIND_INDEX[kind]]! += 1;

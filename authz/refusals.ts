@@ -19,6 +19,9 @@ export interface Refusal {
   readonly why?: string | undefined;
   readonly reason?: string | undefined;
   readonly tokenId?: string | undefined;
+  /** A verified JWT's issuer and user (refused for want of a grant). */
+  readonly issuer?: string | undefined;
+  readonly user?: string | undefined;
 }
 
 interface Count {
@@ -60,7 +63,7 @@ export class Refusals {
 
   /** Counts a refusal; true while this window's sample of individual lines is not used up. */
   record(r: Refusal, now: number): boolean {
-    const key = `${r.endpoint}\0${r.outcome}\0${r.scope ?? ''}\0${r.why ?? ''}\0${r.reason ?? ''}\0${r.tokenId ?? ''}`;
+    const key = `${r.endpoint}\0${r.outcome}\0${r.scope ?? ''}\0${r.why ?? ''}\0${r.reason ?? ''}\0${r.tokenId ?? ''}\0${r.issuer ?? ''}\0${r.user ?? ''}`;
     let c = this.window.get(key);
     if (c === undefined) {
       if (this.window.size >= this.maxKeys) {
@@ -97,6 +100,8 @@ export class Refusals {
           ...(r.why !== undefined ? { why: r.why } : {}),
           ...(r.reason !== undefined ? { reason: r.reason } : {}),
           ...(r.tokenId !== undefined ? { tokenId: r.tokenId } : {}),
+          ...(r.issuer !== undefined ? { issuer: r.issuer } : {}),
+          ...(r.user !== undefined ? { user: r.user } : {}),
           refused: c.count,
           first: new Date(c.first).toISOString(),
           last: new Date(c.last).toISOString(),

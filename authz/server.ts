@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler, type ServingState } from './auth-endpoints.js';
 import { installFront, MAX_HEADERS_COUNT } from './http-front.js';
+import { OidcVerifier, type OidcOptions } from './oidc.js';
 import { renderProtectedList, type ProtectedList } from './protected-list.js';
 import { Refusals } from './refusals.js';
 import { TokenUsage } from './token-usage.js';
@@ -27,6 +28,8 @@ export interface ServerOptions {
   readonly usageWindowMs?: number;
   /** Individual refusal lines written at info per window (the rest are counted; default 20). */
   readonly refusalSample?: number;
+  /** Single sign-on: the OpenID providers whose JWTs are verified (off without issuers). */
+  readonly oidc?: OidcOptions;
 }
 
 export interface RunningServer {
@@ -114,7 +117,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const usage = new TokenUsage(logger, options.usageWindowMs ?? 60_000);
   const refusals = new Refusals(logger, { windowMs: options.usageWindowMs ?? 60_000, ...(options.refusalSample !== undefined ? { sample: options.refusalSample } : {}) });
-  const auth = createAuthHandler({ access: options.access, state, metrics, logger, usage, refusals, cacheMaxAge: options.cacheMaxAge ?? 30 });
+  const oidc = options.oidc && options.oidc.issuers.length > 0 ? new OidcVerifier(options.oidc, { jwksFetch: (i, ok) => metrics.jwksFetch(i, ok) }, logger) : undefined;
+  // Keys are fetched in the background: svc-auth is ready without them (opaque tokens work; JWTs wait for keys).
+  void oidc?.start();
+  const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers } : options.access;
+  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge: options.cacheMaxAge ?? 30, ...(oidc ? { oidc } : {}) });
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!auth(req, res)) {
       if (state.draining) res.shouldKeepAlive = false;
@@ -186,6 +193,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     stopping ??= (async () => {
       state.draining = true;
       metrics.setReady(false);
+      oidc?.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       front.closeIdle();

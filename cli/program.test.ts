@@ -96,7 +96,7 @@ describe('svc completion', () => {
 
   it.each([
     [['svc', ''], ['auth', 'completion']],
-    [['svc', 'auth', 're'], ['remove-tokens', 'remove-token']],
+    [['svc', 'auth', 're'], ['remove-subject', 'remove-tokens', 'remove-token']],
     [['svc', '--dir', 'x', 'auth', 'sh'], ['show']],
     [['svc', 'auth', 'show', '-o', ''], ['table', 'text', 'json', 'yaml', 'wcmp2']],
     [['svc', 'auth', 'add-token', '--output', 'y'], ['yaml']],

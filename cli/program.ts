@@ -175,15 +175,32 @@ Examples:
   scopeOptions(
     auth
       .command('has-access-topic')
-      .description('check whether a token grants access to a scope, as svc-auth decides it (exit 0 granted, 1 denied)')
-      .argument('<token>', 'the token to check ("-" reads it from stdin)'),
+      .description('check whether a token, or an identity of the OpenID provider, is granted access to a scope, as svc-auth decides it (exit 0 granted, 1 denied)')
+      .argument('[token]', 'the token to check ("-" reads it from stdin); or --user'),
     'check',
   )
+    .option('--user <user>', 'check an identity instead of a token: its username claim')
+    .option('--group <group>', "one of the identity's groups (repeat for each)", (v: string, prev: string[] = []) => [...prev, v])
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .action(run(async () => {
       const { hasAccess } = await import('./commands/has-access.js');
-      return (ctx, token: string, opts) => hasAccess(ctx, token, opts as Parameters<typeof hasAccess>[2]);
+      return (ctx, token: string | undefined, opts) => hasAccess(ctx, token, opts as Parameters<typeof hasAccess>[2]);
     }));
+
+  for (const [verb, description, purpose] of [
+    ['add-subject', 'grant an identity of the OpenID provider access to a scope (a user, or every member of a group); a subject closes the scope as a token does', 'grant'],
+    ['remove-subject', 'take an identity\'s grant back; the scope opens when no token, subject or closed: true is left', 'revoke'],
+  ] as const) {
+    scopeOptions(auth.command(verb).description(description), purpose)
+      .option('--user <user>', 'a user: matched against the username claim (--oidc-username-claim of svc-auth, default sub)')
+      .option('--group <group>', 'a group: matched against each entry of the groups claim (--oidc-groups-claim, default groups)')
+      .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+      .action(run(async () => {
+        const { addSubject, removeSubject } = await import('./commands/subjects.js');
+        const fn = verb === 'add-subject' ? addSubject : removeSubject;
+        return (ctx, opts) => fn(ctx, opts as Parameters<typeof fn>[1]);
+      }));
+  }
 
   scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: the scope opens'), 'open')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))

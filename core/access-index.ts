@@ -1,4 +1,5 @@
 import { foldCase, scopeKey, scopeLevels, type Scope } from './scope.js';
+import type { Subject } from './subject.js';
 import { parseScopeLine, type SnapshotScope, type SnapshotToken } from './snapshot.js';
 import { err, ok, type Result } from './result.js';
 import { isDigestHex, TokenTableBuilder, type TokenTable } from './token-table.js';
@@ -19,6 +20,30 @@ export interface IndexedScope {
    * no token, so nothing it governs is granted. Never in an index.
    */
   readonly byDefault?: true;
+  /** The identities it grants (snapshot `subjects`); absent when it grants none, as for most scopes. */
+  readonly subjects?: SubjectGrants;
+}
+
+/** A scope's subjects as the decision looks them up: usernames and group names, exact strings. */
+export interface SubjectGrants {
+  readonly users: ReadonlySet<string>;
+  readonly groups: ReadonlySet<string>;
+}
+
+/** The grants of a list of subjects; undefined for none. */
+export function subjectGrants(subjects: readonly Subject[] | undefined, into?: SubjectGrants): SubjectGrants | undefined {
+  if (!subjects || subjects.length === 0) return into;
+  const users = new Set(into?.users);
+  const groups = new Set(into?.groups);
+  for (const x of subjects) (x.kind === 'User' ? users : groups).add(x.name);
+  return { users, groups };
+}
+
+/** A fresh index entry for a snapshot scope (AccessIndexBuilder and svc-auth's incremental reload share it). */
+export function indexedScopeOf(s: SnapshotScope): IndexedScope {
+  const scope: Scope = { kind: s.kind, value: s.value };
+  const subjects = subjectGrants(s.subjects);
+  return { scope, key: scopeKey(scope), depth: scopeLevels(scope).length, ...(subjects ? { subjects } : {}) };
 }
 
 interface TopicNode {
@@ -93,13 +118,12 @@ export class AccessIndexBuilder {
   }
 
   private addChecked(s: SnapshotScope): Result<true> {
-    const scope: Scope = { kind: s.kind, value: s.value };
-    const key = scopeKey(scope);
-    if (this.seen.has(key)) return err(`${key} appears twice`);
-    this.seen.add(key);
-    const levels = scopeLevels(scope);
-    const fresh: IndexedScope = { scope, key, depth: levels.length };
-    const entry = this.place(s.kind, s.value, levels, fresh);
+    const fresh = indexedScopeOf(s);
+    if (this.seen.has(fresh.key)) return err(`${fresh.key} appears twice`);
+    this.seen.add(fresh.key);
+    const entry = this.place(s.kind, s.value, scopeLevels(fresh.scope), fresh);
+    // A case variant folded into an earlier entry: its subjects grant there too.
+    if (entry !== fresh && s.subjects?.length) (entry as { subjects?: SubjectGrants }).subjects = subjectGrants(s.subjects, entry.subjects);
     this.tokenCount += addScopeTokens(this.tokens, entry, s);
     return ok(true);
   }

@@ -1,5 +1,7 @@
 import type { AccessIndex, IndexedScope, TopicNode } from './access-index.js';
 import { extractCredential, type Credential, type TokenSource } from './credentials.js';
+import { unverifiedIssuer } from './jwt-shape.js';
+import type { Identity } from './subject.js';
 import { normalizeTarget } from './normalize.js';
 import { foldCase, type Scope, type ScopeKind } from './scope.js';
 import { hashTokenDigestInto, isPlausibleToken, MAX_TOKEN_LENGTH, tokenIdOfDigest } from './token.js';
@@ -22,6 +24,11 @@ export interface AccessConfig {
    * them they are denied. True restores "open until the first token" (`--open-paths-by-default`).
    */
   readonly openPathsByDefault?: boolean;
+  /**
+   * The configured OpenID issuers: a credential that is a compact JWS with one of them in `iss` is a JWT to
+   * verify (decide answers `verify-jwt`), never a token to look up.
+   */
+  readonly oidcIssuers?: ReadonlySet<string>;
 }
 
 export interface AccessRequest {
@@ -34,7 +41,18 @@ export interface AccessRequest {
   /** The original request target: a path with optional query, as the proxy sent it. */
   readonly target: string;
   readonly authorization: string | undefined;
+  /**
+   * Set by the caller when the request's credential is a JWT of a configured OpenID issuer: what verifying it
+   * gave. decide then judges the identity against the governing scopes' subjects and never looks the value
+   * up as a token; a JWT that failed verification grants nothing.
+   */
+  readonly verified?: VerifiedJwt;
 }
+
+/** The outcome of verifying a JWT (signature, issuer, audience, times) outside core: an identity, or a failure. */
+export type VerifiedJwt =
+  | { readonly ok: true; readonly identity: Identity; readonly source: TokenSource; /** the JWT's exp, ms since epoch */ readonly expiresAt: number }
+  | { readonly ok: false; readonly source: TokenSource };
 
 interface Governed {
   readonly area: Area;
@@ -59,9 +77,31 @@ export type Decision =
       /** When the deciding token expires (ms since epoch; Infinity when never): bounds how long a proxy may cache the allow. */
       readonly expiresAt: number;
     })
+  | (Governed & {
+      readonly outcome: 'granted-identity';
+      readonly scope: Scope;
+      readonly scopeKey: string;
+      readonly issuer: string;
+      readonly user: string;
+      /** The group of the identity that the scope grants; absent when the user is granted by name. */
+      readonly group?: string;
+      readonly source: TokenSource;
+      /** The JWT's expiry: bounds how long a proxy may cache the allow. */
+      readonly expiresAt: number;
+    })
+  | (Governed & {
+      /**
+       * Not an answer: the credential is a JWT of a configured issuer and the caller must verify it, then decide
+       * again with `verified` set. Only for governed requests: open ones never cost a verification.
+       */
+      readonly outcome: 'verify-jwt';
+      readonly jwt: string;
+      readonly issuer: string;
+      readonly source: TokenSource;
+    })
   | (Governed & { readonly outcome: 'no-token' })
-  | (Governed & { readonly outcome: 'invalid-token'; readonly why: 'malformed' | 'unknown' | 'expired'; readonly tokenId?: string })
-  | (Governed & { readonly outcome: 'insufficient-scope'; readonly tokenId: string });
+  | (Governed & { readonly outcome: 'invalid-token'; readonly why: 'malformed' | 'unknown' | 'expired' | 'jwt'; readonly tokenId?: string })
+  | (Governed & { readonly outcome: 'insufficient-scope'; readonly tokenId?: string; readonly issuer?: string; readonly user?: string });
 
 export type Outcome = Decision['outcome'];
 
@@ -87,12 +127,28 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   const { segments, path } = target;
   const { area, scopes } = governingFor(index, config, req.method, foldSegments(segments));
   if (scopes.length === 0) return { outcome: 'open', area, path };
-  return judge(index, area, path, scopes, extractCredential(target.query, req.authorization, config.tokenParam), nowMs);
+  const credential = req.verified ?? extractCredential(target.query, req.authorization, config.tokenParam);
+  if (config.oidcIssuers && !('ok' in credential) && credential.kind === 'token') {
+    const issuer = unverifiedIssuer(credential.token);
+    if (issuer !== undefined && config.oidcIssuers.has(issuer)) {
+      return { outcome: 'verify-jwt', area, governing: scopes.map((s) => s.scope), path, jwt: credential.token, issuer, source: credential.source };
+    }
+  }
+  return judge(index, area, path, scopes, credential, nowMs);
 }
 
 
 /** What the CLI's has-access-topic answers: the decision for a request to the scope's own data. */
 export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number, openPathsByDefault = false): Decision {
+  return decideScopeWith(index, scope, { kind: 'token', token, source: 'bearer' }, nowMs, openPathsByDefault);
+}
+
+/** has-access-topic for an identity (`--user U --group G`), as if it came in a valid JWT that never expires. */
+export function decideForScopeAs(index: AccessIndex, scope: Scope, identity: Identity, nowMs: number, openPathsByDefault = false): Decision {
+  return decideScopeWith(index, scope, { ok: true, identity, source: 'bearer', expiresAt: Infinity }, nowMs, openPathsByDefault);
+}
+
+function decideScopeWith(index: AccessIndex, scope: Scope, credential: Credential | VerifiedJwt, nowMs: number, openPathsByDefault: boolean): Decision {
   const found = new Candidates();
   const value = foldCase(scope.value);
   if (scope.kind === 'topic') found.topicRuns(index, value.split('.'));
@@ -104,7 +160,7 @@ export function decideForScope(index: AccessIndex, scope: Scope, token: string, 
   const area: Area = scope.kind === 'path' ? 'api' : 'other';
   const scopes = found.mostSpecific();
   if (scopes.length === 0) return { outcome: 'open', area, path: '' };
-  return judge(index, area, '', scopes, { kind: 'token', token, source: 'bearer' }, nowMs);
+  return judge(index, area, '', scopes, credential, nowMs);
 }
 
 /** The presented token's digest: reused, as judge runs to completion and keeps nothing of it but the id. */
@@ -114,8 +170,9 @@ const DIGEST = Buffer.alloc(32);
  * Step 3 and the answers table: only the governing scopes' tokens grant. The token's records are walked
  * per governing scope, in order (a digest has one record per scope holding it, usually just one).
  */
-function judge(index: AccessIndex, area: Area, path: string, scopes: readonly IndexedScope[], credential: Credential, nowMs: number): Decision {
+function judge(index: AccessIndex, area: Area, path: string, scopes: readonly IndexedScope[], credential: Credential | VerifiedJwt, nowMs: number): Decision {
   const governing = scopes.map((s) => s.scope);
+  if ('ok' in credential) return judgeIdentity(area, path, governing, scopes, credential, nowMs);
   if (credential.kind === 'none') return { outcome: 'no-token', area, governing, path };
   if (credential.kind === 'malformed' || credential.token.length > MAX_TOKEN_LENGTH) {
     return { outcome: 'invalid-token', area, governing, path, why: 'malformed' };
@@ -143,6 +200,24 @@ function judge(index: AccessIndex, area: Area, path: string, scopes: readonly In
     if (table.expiresAt(slot) > nowMs) return { outcome: 'insufficient-scope', area, governing, path, tokenId: tokenIdOfDigest(digest) };
   }
   return { outcome: 'invalid-token', area, governing, path, why: isPlausibleToken(credential.token) ? 'unknown' : 'malformed' };
+}
+
+/**
+ * Step 3 for an identity: only the governing scopes' subjects grant, the user by name or one of its groups
+ * (the first of the identity's groups, in its order, that a scope lists). A JWT that failed verification, or
+ * has expired since, is an invalid token; a valid one no governing scope lists, insufficient scope.
+ */
+function judgeIdentity(area: Area, path: string, governing: readonly Scope[], scopes: readonly IndexedScope[], v: VerifiedJwt, nowMs: number): Decision {
+  if (!v.ok || v.expiresAt <= nowMs) return { outcome: 'invalid-token', area, governing, path, why: 'jwt' };
+  const { issuer, user, groups } = v.identity;
+  for (const entry of scopes) {
+    const grants = entry.subjects;
+    if (!grants) continue;
+    const granted = { outcome: 'granted-identity', area, governing, path, scope: entry.scope, scopeKey: entry.key, issuer, user, source: v.source, expiresAt: v.expiresAt } as const;
+    if (grants.users.has(user)) return granted;
+    for (const group of groups) if (grants.groups.has(group)) return { ...granted, group };
+  }
+  return { outcome: 'insufficient-scope', area, governing, path, issuer, user };
 }
 
 function startsWith(segments: readonly string[], prefix: readonly string[]): boolean {

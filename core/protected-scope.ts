@@ -1,4 +1,5 @@
 import { checkScope, SCOPE_FIELD, SCOPE_KINDS, type Scope, type ScopeField } from './scope.js';
+import { checkSubject, MAX_SUBJECTS_PER_OBJECT, SUBJECT_FIELDS, subjectKey, type Subject } from './subject.js';
 import { HASH_PATTERN, TOKEN_ID_PATTERN, tokenIdOf, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
 
@@ -28,6 +29,8 @@ export type ProtectedScopeSpec = (
   readonly tokens?: readonly TokenRecord[];
   /** Keeps the scope closed with zero tokens (an embargoed dataset whose tokens come later). */
   readonly closed?: boolean;
+  /** Identities of the OpenID provider granted access besides the tokens; any subject closes the scope. */
+  readonly subjects?: readonly Subject[];
 };
 
 export interface Condition {
@@ -48,6 +51,8 @@ export interface ProtectedScopeStatus {
   readonly state?: 'Open' | 'Closed';
   readonly tokens?: number;
   readonly activeTokens?: number;
+  /** How many subjects (users and groups) the object grants. */
+  readonly subjects?: number;
   readonly conditions?: readonly Condition[];
   readonly mergedWith?: readonly string[];
 }
@@ -97,6 +102,10 @@ export function tokensOf(ps: ProtectedScope): readonly TokenRecord[] {
   return ps.spec.tokens ?? [];
 }
 
+export function subjectsOf(ps: ProtectedScope): readonly Subject[] {
+  return ps.spec.subjects ?? [];
+}
+
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 // RFC 3339 as Kubernetes' date-time format accepts it.
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
@@ -121,11 +130,11 @@ export function isDateTime(v: unknown): v is string {
  * not load as a scope with no tokens, which would open it.
  */
 export const TOP_LEVEL_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec', 'status'] as const;
-export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens', 'closed'] as const;
+export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens', 'closed', 'subjects'] as const;
 /** Spec fields that must be stated: an empty token list is a statement, a missing one may be a typo. */
 export const REQUIRED_SPEC_FIELDS = ['tokens'] as const;
 export const TOKEN_FIELDS = ['id', 'hash', 'description', 'createdAt', 'expiresAt'] as const;
-export const STATUS_FIELDS = ['observedGeneration', 'state', 'scope', 'kind', 'tokens', 'activeTokens', 'mergedWith', 'conditions'] as const;
+export const STATUS_FIELDS = ['observedGeneration', 'state', 'scope', 'kind', 'tokens', 'activeTokens', 'subjects', 'mergedWith', 'conditions'] as const;
 export const CONDITION_FIELDS = ['type', 'status', 'reason', 'message', 'observedGeneration', 'lastTransitionTime'] as const;
 /** Kubernetes' ObjectMeta, as the API server accepts it on a custom resource. */
 export const OBJECT_META_FIELDS = [
@@ -180,6 +189,7 @@ export function validateProtectedScope(obj: unknown): Result<ProtectedScope, Fie
   }
   if (spec.closed !== undefined && typeof spec.closed !== 'boolean') fail('spec.closed', 'must be true or false');
   validateTokens(spec.tokens, fail);
+  validateSubjects(spec.subjects, fail);
   return errors.length > 0 ? err(errors) : ok(obj as unknown as ProtectedScope);
 }
 
@@ -221,6 +231,23 @@ function validateTokens(tokens: unknown, fail: (field: string, message: string) 
     if (t.description !== undefined && (typeof t.description !== 'string' || t.description.length > MAX_DESCRIPTION_LENGTH)) {
       fail(`${at}.description`, `must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters`);
     }
+  });
+}
+
+function validateSubjects(subjects: unknown, fail: (field: string, message: string) => void): void {
+  if (subjects === undefined) return;
+  if (!Array.isArray(subjects)) return fail('spec.subjects', 'must be a list');
+  if (subjects.length > MAX_SUBJECTS_PER_OBJECT) fail('spec.subjects', `must have at most ${MAX_SUBJECTS_PER_OBJECT} items`);
+  const seen = new Set<string>();
+  subjects.forEach((x: unknown, i) => {
+    const at = `spec.subjects[${i}]`;
+    if (!isRecord(x)) return fail(at, 'must be an object');
+    unknownFields(x, SUBJECT_FIELDS, at, fail);
+    const checked = checkSubject(x.kind, x.name);
+    if (!checked.ok) return fail(at, checked.error);
+    const key = subjectKey(checked.value);
+    if (seen.has(key)) fail(at, `duplicate subject ${checked.value.kind} ${checked.value.name}`);
+    seen.add(key);
   });
 }
 

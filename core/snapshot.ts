@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { API_GROUP_VERSION, closedByFlag, isDateTime, scopeOf, tokensOf, type ProtectedScope } from './protected-scope.js';
+import { API_GROUP_VERSION, closedByFlag, isDateTime, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from './protected-scope.js';
+import { checkSubject, compareSubjects, mergeSubjects, subjectKey, type Subject } from './subject.js';
 import { checkScope, compareScopes, compareStrings, scopeKey, SCOPE_KINDS, type Scope, type ScopeKind } from './scope.js';
 import { HASH_PATTERN, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
@@ -19,6 +20,8 @@ export interface SnapshotScope extends Scope {
   readonly tokens: readonly SnapshotToken[];
   /** An object of the scope says `closed: true`: in the snapshot even with no token. */
   readonly closed?: true;
+  /** Identities granted besides the tokens, sorted users first (absent when none: the line keeps its old bytes). */
+  readonly subjects?: readonly Subject[];
 }
 
 export interface Snapshot {
@@ -71,9 +74,9 @@ export function groupByScope(objects: readonly ProtectedScope[]): Map<string, Pr
 }
 
 /**
- * Compiles validated ProtectedScopes into a snapshot. Objects for the same scope merge (union of tokens);
- * a hash listed twice keeps the later expiry, or none if either has none; any object saying `closed: true`
- * closes the scope. Scopes without tokens and not closed by flag are open and left out.
+ * Compiles validated ProtectedScopes into a snapshot. Objects for the same scope merge (union of tokens and
+ * of subjects); a hash listed twice keeps the later expiry, or none if either has none; any object saying
+ * `closed: true` closes the scope. Scopes without tokens or subjects and not closed by flag are open and left out.
  */
 export function compileSnapshot(objects: readonly ProtectedScope[]): Snapshot {
   const steps = compileSnapshotSteps(objects, Infinity);
@@ -102,11 +105,12 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
         expiry.set(t.hash, Math.max(expiry.get(t.hash) ?? -Infinity, at));
       }
     }
-    if (expiry.size === 0 && !closed) continue;
+    const subjects = mergeSubjects(group.map(subjectsOf));
+    if (expiry.size === 0 && subjects.length === 0 && !closed) continue;
     const tokens = [...expiry]
       .sort(([a], [b]) => compareStrings(a, b))
       .map(([hash, at]): SnapshotToken => (at === Infinity ? { hash } : { hash, expiresAt: new Date(at).toISOString() }));
-    scopes.push({ ...scopeOf(group[0]!.spec), tokens, ...(closed ? { closed: true as const } : {}) });
+    scopes.push({ ...scopeOf(group[0]!.spec), tokens, ...(closed ? { closed: true as const } : {}), ...(subjects.length > 0 ? { subjects } : {}) });
   }
   scopes.sort(compareScopes);
   // Key order is fixed here so the bytes are canonical; the generation is generationOf(lines).
@@ -116,8 +120,11 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
   for (const s of scopes) {
     if (++work % every === 0) yield;
     const tokens = s.tokens.map((t) => (t.expiresAt === undefined ? { hash: t.hash } : { hash: t.hash, expiresAt: t.expiresAt }));
-    // `closed` only when set, so a snapshot of scopes without the flag keeps the bytes (and generation) it had.
-    const line = JSON.stringify(s.closed ? { kind: s.kind, value: s.value, closed: true, tokens } : { kind: s.kind, value: s.value, tokens });
+    // `closed` and `subjects` only when set, so a snapshot of scopes without them keeps the bytes (and generation) it had.
+    const line = JSON.stringify({
+      kind: s.kind, value: s.value, ...(s.closed ? { closed: true } : {}), tokens,
+      ...(s.subjects?.length ? { subjects: s.subjects.map((x) => ({ kind: x.kind, name: x.name })) } : {}),
+    });
     lines.push(line);
     h.update(line).update('\n');
     tokenCount += s.tokens.length;
@@ -394,7 +401,7 @@ export function verifyAssembled(index: SnapshotIndex, lines: readonly string[]):
 
 /** Parses and checks one scope line; a snapshot with any bad line is refused whole. */
 export function parseScopeLine(line: string): Result<SnapshotScope> {
-  let raw: { kind?: unknown; value?: unknown; tokens?: unknown; closed?: unknown };
+  let raw: { kind?: unknown; value?: unknown; tokens?: unknown; closed?: unknown; subjects?: unknown };
   try {
     raw = JSON.parse(line) as typeof raw;
   } catch {
@@ -406,10 +413,32 @@ export function parseScopeLine(line: string): Result<SnapshotScope> {
   const scope = checkScope({ kind: raw.kind as ScopeKind, value: raw.value });
   if (!scope.ok) return scope;
   if (raw.closed !== undefined && raw.closed !== true) return err(`${scopeKey(scope.value)}: closed must be true when present`);
-  if (!Array.isArray(raw.tokens) || (raw.tokens.length === 0 && raw.closed !== true)) return err(`${scopeKey(scope.value)}: a snapshot scope needs at least one token, or closed: true`);
+  const subjects = parseSubjects(raw.subjects);
+  if (!subjects.ok) return err(`${scopeKey(scope.value)}: ${subjects.error}`);
+  if (!Array.isArray(raw.tokens) || (raw.tokens.length === 0 && raw.closed !== true && subjects.value.length === 0)) {
+    return err(`${scopeKey(scope.value)}: a snapshot scope needs at least one token or subject, or closed: true`);
+  }
   for (const t of raw.tokens as { hash?: unknown; expiresAt?: unknown }[]) {
     if (typeof t !== 'object' || t === null || typeof t.hash !== 'string' || !HASH_PATTERN.test(t.hash)) return err(`${scopeKey(scope.value)}: bad token hash`);
     if (t.expiresAt !== undefined && !isDateTime(t.expiresAt)) return err(`${scopeKey(scope.value)}: bad expiresAt`);
   }
-  return ok({ ...scope.value, tokens: raw.tokens as SnapshotToken[], ...(raw.closed === true ? { closed: true as const } : {}) });
+  return ok({
+    ...scope.value, tokens: raw.tokens as SnapshotToken[], ...(raw.closed === true ? { closed: true as const } : {}),
+    ...(subjects.value.length > 0 ? { subjects: subjects.value } : {}),
+  });
+}
+
+/** A line's subjects: absent, or a non-empty list of valid, distinct subjects in canonical order. */
+function parseSubjects(raw: unknown): Result<readonly Subject[]> {
+  if (raw === undefined) return ok([]);
+  if (!Array.isArray(raw) || raw.length === 0) return err('subjects must be a non-empty list when present');
+  const out: Subject[] = [];
+  for (const x of raw as { kind?: unknown; name?: unknown }[]) {
+    const checked = typeof x === 'object' && x !== null ? checkSubject(x.kind, x.name) : err('not a subject');
+    if (!checked.ok) return err(`bad subject: ${checked.error}`);
+    const prev = out.at(-1);
+    if (prev && compareSubjects(prev, checked.value) >= 0) return err(`subjects out of order or repeated at ${subjectKey(checked.value)}`);
+    out.push(checked.value);
+  }
+  return ok(out);
 }

@@ -52,6 +52,21 @@ describe('computeDesired', () => {
     expect(compileSnapshot(c.included).tokenCount).toBe(1);
   });
 
+  it('counts subjects: a scope with only subjects is Closed and in the snapshot with them', () => {
+    const c = computeDesired([ps('s', { topicHierarchy: 'origin.a', subjects: [{ kind: 'Group', name: 'ops' }, { kind: 'User', name: 'alice' }] })], NOW);
+    expect(c.desired.get('s')!.status).toMatchObject({ state: 'Closed', tokens: 0, subjects: 2 });
+    expect(c.desired.get('s')!.status.conditions![0]!.message).toMatch(/this object has 0 tokens \(0 active\) and 2 subjects/);
+    expect(compileSnapshot(c.included).lines).toEqual(['{"kind":"topic","value":"origin.a","tokens":[],"subjects":[{"kind":"User","name":"alice"},{"kind":"Group","name":"ops"}]}']);
+  });
+
+  it('an invalid subject never opens what it closed: the valid ones still grant, the scope stays closed', () => {
+    const c = computeDesired([ps('s', { topicHierarchy: 'origin.a', subjects: [{ kind: 'User', name: 'alice' }, { kind: 'Robot', name: 'r2' }] })], NOW);
+    const status = c.desired.get('s')!.status;
+    expect(status).toMatchObject({ state: 'Closed' });
+    expect(status.conditions![0]).toMatchObject({ status: 'False', reason: 'Invalid' });
+    expect(compileSnapshot(c.included).lines).toEqual(['{"kind":"topic","value":"origin.a","closed":true,"tokens":[],"subjects":[{"kind":"User","name":"alice"}]}']);
+  });
+
   it('keeps lastTransitionTime while the Ready status stays the same', () => {
     const earlier = '2026-01-01T00:00:00.000Z';
     const prev: ScopeStatus = { conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'old message', lastTransitionTime: earlier }] };

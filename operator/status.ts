@@ -3,6 +3,9 @@ import {
   HASH_PATTERN,
   SCOPE_FIELD,
   checkScope,
+  checkSubject,
+  mergeSubjects,
+  subjectsOf,
   compareScopes,
   compileSnapshot,
   formatFieldErrors,
@@ -69,8 +72,17 @@ export function assess(obj: ProtectedScope): Assessment {
     if (!hashOk || !expiryOk) return { id, hash: PLACEHOLDER_HASH, createdAt, expiresAt: EPOCH };
     return { id, hash: r.hash as TokenRecord['hash'], createdAt, ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt as string } : {}) };
   });
+  // Subjects as for tokens: the valid ones still grant; a bad one keeps the scope closed (closed: true), as a
+  // bad token record does through its expired placeholder.
+  const rawSubjects = Array.isArray(spec!.subjects) ? (spec!.subjects as unknown[]) : spec!.subjects === undefined ? [] : [spec!.subjects];
+  const checkedSubjects = rawSubjects.map((x) => (isRecord(x) ? checkSubject(x.kind, x.name) : undefined));
+  const subjects = mergeSubjects([checkedSubjects.flatMap((c) => (c?.ok ? [c.value] : []))]);
+  const badSubject = checkedSubjects.some((c) => !c?.ok);
   // `closed: true` survives the sanitizing: an invalid object never opens what it closed.
-  const compiled = { ...obj, spec: { [field]: scope.value, tokens, ...(spec!.closed === true ? { closed: true } : {}) } } as unknown as ProtectedScope;
+  const closed = spec!.closed === true || badSubject;
+  const compiled = {
+    ...obj, spec: { [field]: scope.value, tokens, ...(closed ? { closed: true } : {}), ...(subjects.length > 0 ? { subjects } : {}) },
+  } as unknown as ProtectedScope;
   return { obj, name, scope, errors, compiled };
 }
 
@@ -94,7 +106,7 @@ export interface Compiled {
   /** Scope key → Open/Closed, for every scope named by at least one readable object. */
   readonly scopeStates: Map<string, 'Open' | 'Closed'>;
   /** Why each closed scope is closed (core's stateOf): tokens, `closed: true`, or the default of path scopes. */
-  readonly closedBy: Map<string, 'tokens' | 'flag' | 'default'>;
+  readonly closedBy: Map<string, 'tokens' | 'subjects' | 'flag' | 'default'>;
   /** Scope key → names of its objects (sorted). */
   readonly scopeObjects: Map<string, string[]>;
   /** The earliest expiry still ahead (ms), if any: the operator reconciles again then. */
@@ -241,12 +253,13 @@ export class Compiler {
   private *statusSteps(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Steps<Compiled> {
     let n = 0;
     const scopeStates = new Map<string, 'Open' | 'Closed'>();
-    const closedBy = new Map<string, 'tokens' | 'flag' | 'default'>();
+    const closedBy = new Map<string, 'tokens' | 'subjects' | 'flag' | 'default'>();
     const scopeObjects = new Map<string, string[]>();
     for (const [key, { entries }] of phase.members) {
       const tokens = entries.reduce((n, e) => n + e.tokenCount, 0);
+      const subjects = entries.reduce((n, e) => n + subjectsOf(e.assessment.compiled!).length, 0);
       const flag = entries.some((e) => e.assessment.compiled?.spec.closed === true);
-      const s = stateOf(entries[0]!.assessment.scope!, tokens, flag, this.openPathsByDefault);
+      const s = stateOf(entries[0]!.assessment.scope!, tokens, flag, this.openPathsByDefault, subjects);
       scopeStates.set(key, s.state);
       if (s.state === 'Closed') closedBy.set(key, s.by);
       scopeObjects.set(key, entries.map((e) => e.assessment.name));
@@ -306,7 +319,7 @@ function desiredFor(
   e: ObjectEntry,
   active: number,
   scopeStates: Map<string, 'Open' | 'Closed'>,
-  closedBy: Map<string, 'tokens' | 'flag' | 'default'>,
+  closedBy: Map<string, 'tokens' | 'subjects' | 'flag' | 'default'>,
   scopeObjects: Map<string, string[]>,
   nowIso: string,
 ): Desired {
@@ -341,7 +354,9 @@ function desiredFor(
   const others = (scopeObjects.get(key) ?? []).filter((n) => n !== name);
   const why = closedBy.get(key);
   const reason = why === 'flag' ? ' (closed: true)' : why === 'default' ? ' (default: nothing executes or writes until a token grants it)' : '';
-  const summary = `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)`;
+  const subjects = subjectsOf(a.compiled).length;
+  const granted = subjects > 0 ? ` and ${subjects} subject${subjects === 1 ? '' : 's'}` : '';
+  const summary = `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)${granted}`;
   const merged = others.length > 0 ? `; merged with ${others.length} other object${others.length === 1 ? '' : 's'} for the same scope` : '';
   const condition =
     a.errors.length === 0
@@ -357,6 +372,7 @@ function desiredFor(
       state,
       tokens,
       activeTokens: active,
+      ...(subjects > 0 ? { subjects } : {}),
       conditions: [condition],
       ...(others.length > 0 ? { mergedWith: others } : {}),
     },

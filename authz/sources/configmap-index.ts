@@ -2,6 +2,7 @@ import {
   AccessIndexBuilder,
   addScopeTokens,
   foldCase,
+  indexedScopeOf,
   scopeKey,
   scopeLevels,
   TokenTableBuilder,
@@ -171,9 +172,8 @@ export class IncrementalIndex {
     const fresh: [IndexedScope, SnapshotScope][] = [];
     let freshTokens = 0;
     for (const s of added) {
-      const scope: Scope = { kind: s.kind, value: s.value };
-      const levels = scopeLevels(scope);
-      const entry: IndexedScope = { scope, key: scopeKey(scope), depth: levels.length };
+      const entry = indexedScopeOf(s);
+      const levels = scopeLevels(entry.scope);
       fresh.push([entry, s]);
       freshTokens += s.tokens.length;
       scopeCount++;

@@ -1,7 +1,7 @@
 import { closedByFlag, describeState, newProtectedScope, scopeObjectName, stateOf, tokensOf, type ProtectedScope, type Scope } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { structured } from '../output.js';
-import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags, subjectCount } from './common.js';
 
 /**
  * `svc auth close SCOPE` / `svc auth open SCOPE`: set or clear `closed: true`, which keeps a scope closed
@@ -35,11 +35,11 @@ async function setClosed(ctx: CommandContext, options: CloseOptions, close: bool
   const store = await ctx.openStore();
   const result = await store.update(scope, close ? closeMutation(scope, store.namespace) : openMutation());
   const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
-  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault);
+  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects));
   const now = describeState(state, tokens);
   if (options.output === 'text') {
     const did = result.written.length === 0 ? (close ? 'was already closed (closed: true)' : 'was not closed by closed: true') : close ? 'is closed (closed: true)' : 'no longer says closed: true';
-    const why = !close && state.state === 'Closed' ? (state.by === 'tokens' ? ': it stays closed while it has tokens (remove them with remove-tokens)' : ': it stays closed by default (process execution and stations writes need a token)') : '';
+    const why = !close && state.state === 'Closed' ? (state.by === 'tokens' ? ': it stays closed while it has tokens (remove them with remove-tokens)' : state.by === 'subjects' ? ': it stays closed while it grants subjects (remove them with remove-subject)' : ': it stays closed by default (process execution and stations writes need a token)') : '';
     ctx.io.out(`${scopeLabel(scope)} ${did}${why}; now ${now} (${store.where})\n`);
   } else {
     ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: store.where, written: result.written, state: state.state, ...(state.state === 'Closed' ? { closedBy: state.by } : {}), tokens }));

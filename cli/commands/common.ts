@@ -1,4 +1,4 @@
-import { parseScope, SCOPE_FIELD, type Scope, type ScopeKind } from '../../core/index.js';
+import { mergeSubjects, parseScope, SCOPE_FIELD, subjectsOf, type ProtectedScope, type Scope, type ScopeKind } from '../../core/index.js';
 import type { ScopeStore } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import type { Io } from '../io.js';
@@ -58,4 +58,9 @@ export async function tokenArgument(raw: string, io: Io): Promise<string> {
   const token = text.replace(/\r?\n$/, '');
   if (token.includes('\n')) throw usageError('stdin must hold exactly one token (one line)');
   return token;
+}
+
+/** The distinct subjects of a scope's objects (they close it as tokens do). */
+export function subjectCount(objects: readonly ProtectedScope[]): number {
+  return mergeSubjects(objects.map(subjectsOf)).length;
 }

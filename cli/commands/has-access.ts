@@ -1,10 +1,13 @@
-import { buildIndex, compileSnapshot, decideForScope, foldCase, scopeKey, type Decision, type Scope } from '../../core/index.js';
-import { failure } from '../errors.js';
+import { buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAs, foldCase, scopeKey, type Decision, type Scope } from '../../core/index.js';
+import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { scopeArgs, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface HasAccessOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
+  /** Ask for an identity instead of a token: the username claim and the groups claim's entries. */
+  readonly user?: string;
+  readonly group?: readonly string[];
 }
 
 export interface AccessAnswer {
@@ -15,14 +18,17 @@ export interface AccessAnswer {
   readonly governing: readonly string[];
   /** The id of the token checked (never the token), when it could be hashed. */
   readonly tokenId?: string;
-  /** The scope of the token that granted access. */
+  /** The scope of the token (or subject) that granted access. */
   readonly grantedBy?: string;
+  /** For an identity: the user asked about, and the group that granted, if a group did. */
+  readonly user?: string;
+  readonly group?: string;
 }
 
 /** The decision as the CLI reports it; the wording names scopes and token ids, never the token. */
 export function explain(scope: Scope, decision: Decision, closedByDefault = false): AccessAnswer {
   const target = scopeKey(scope);
-  if (closedByDefault && decision.outcome !== 'granted' && decision.outcome !== 'open' && decision.outcome !== 'malformed') {
+  if (closedByDefault && decision.outcome !== 'granted' && decision.outcome !== 'granted-identity' && decision.outcome !== 'open' && decision.outcome !== 'malformed') {
     // No scope of the store covers this path: svc-auth denies it by default (ACCESS-RULES.md).
     return {
       granted: false,
@@ -45,37 +51,67 @@ export function explain(scope: Scope, decision: Decision, closedByDefault = fals
       const reason = grantedBy === target ? `token ${decision.tokenId} is a valid token of ${target}` : `token ${decision.tokenId} is a valid token of ${grantedBy}, which governs ${target}`;
       return { granted: true, outcome: 'granted', reason, governing, tokenId: decision.tokenId, grantedBy };
     }
+    case 'granted-identity': {
+      const grantedBy = scopeKey(decision.scope);
+      const who = decision.group !== undefined ? `user ${decision.user}, as a member of group ${decision.group},` : `user ${decision.user}`;
+      const reason = grantedBy === target ? `${who} is a subject of ${target}` : `${who} is a subject of ${grantedBy}, which governs ${target}`;
+      return { granted: true, outcome: 'granted-identity', reason, governing, grantedBy, user: decision.user, ...(decision.group !== undefined ? { group: decision.group } : {}) };
+    }
+    case 'verify-jwt':
+      // The CLI asks with a token or an identity, never a JWT: decide does not ask it to verify one.
+      return { granted: false, outcome: 'verify-jwt', reason: 'a JWT cannot be checked here: ask with --user and --group', governing };
     case 'no-token':
       return { granted: false, outcome: 'no-token', reason: `${target} is closed${via} and no token was given`, governing };
     case 'invalid-token':
       if (decision.why === 'expired') {
         return { granted: false, outcome: 'invalid-token', reason: `token ${decision.tokenId} of ${by} has expired`, governing, ...(decision.tokenId ? { tokenId: decision.tokenId } : {}) };
       }
+      if (decision.why === 'jwt') return { granted: false, outcome: 'invalid-token', reason: `the JWT did not verify; ${target} is closed${via}`, governing };
       if (decision.why === 'malformed') {
         return { granted: false, outcome: 'invalid-token', reason: `the token is malformed (not printable ASCII, too long, or an svc_ token whose checksum does not match); ${target} is closed${via}`, governing };
       }
       return { granted: false, outcome: 'invalid-token', reason: `the token is not a token of any scope; ${target} is closed${via}`, governing };
     case 'insufficient-scope':
+      if (decision.user !== undefined) {
+        return {
+          granted: false,
+          outcome: 'insufficient-scope',
+          reason: `user ${decision.user} (with the groups given) is not a subject of ${by}; ${target} is closed${via}`,
+          governing,
+          user: decision.user,
+        };
+      }
       return {
         granted: false,
         outcome: 'insufficient-scope',
-        reason: `token ${decision.tokenId} belongs to another scope; ${target} is closed${via} and only ${governing.length === 1 ? 'its' : 'their'} tokens grant access`,
+        reason: `token ${decision.tokenId ?? '?'} belongs to another scope; ${target} is closed${via} and only ${governing.length === 1 ? 'its' : 'their'} tokens grant access`,
         governing,
-        tokenId: decision.tokenId,
+        ...(decision.tokenId !== undefined ? { tokenId: decision.tokenId } : {}),
       };
   }
 }
 
 /** The answer svc-auth would give for the scope's own data: the same snapshot compiler and decision. */
-export async function hasAccess(ctx: CommandContext, tokenArg: string, options: HasAccessOptions): Promise<number> {
+export async function hasAccess(ctx: CommandContext, tokenArg: string | undefined, options: HasAccessOptions): Promise<number> {
   const scope = scopeFromFlags(options, ctx.commandPath);
-  const token = await tokenArgument(tokenArg, ctx.io);
+  const groups = options.group ?? [];
+  if ((tokenArg === undefined) === (options.user === undefined)) {
+    throw usageError(`${ctx.commandPath}: give either a token or --user USER (with --group GROUP for each of the user's groups)`);
+  }
+  if (options.user === undefined && groups.length > 0) throw usageError(`${ctx.commandPath}: --group goes with --user`);
+  for (const [kind, name] of [['User', options.user], ...groups.map((g) => ['Group', g] as const)] as const) {
+    const checked = name === undefined ? undefined : checkSubject(kind, name);
+    if (checked && !checked.ok) throw usageError(`${ctx.commandPath}: ${JSON.stringify(name)}: ${checked.error}`);
+  }
+  const token = tokenArg === undefined ? undefined : await tokenArgument(tokenArg, ctx.io);
   const store = await ctx.openStore();
   const objects = (await store.list()).map((s) => s.object);
   const snapshot = compileSnapshot(objects);
   const index = buildIndex(snapshot.generation, snapshot.lines);
   if (!index.ok) throw failure(`cannot compile the scopes of ${store.where}: ${index.error}`);
-  const decision = decideForScope(index.value, scope, token, ctx.io.now(), ctx.openPathsByDefault);
+  const decision = token !== undefined
+    ? decideForScope(index.value, scope, token, ctx.io.now(), ctx.openPathsByDefault)
+    : decideForScopeAs(index.value, scope, { issuer: '', user: options.user!, groups }, ctx.io.now(), ctx.openPathsByDefault);
   // Governed by the default stand-in: a path scope that no scope of the store covers.
   const byDefault = scope.kind === 'path' && 'governing' in decision && decision.governing.length === 1 && scopeKey(decision.governing[0]!) === scopeKey(scope) && !index.value.paths.has(foldCase(scope.value));
   const answer = explain(scope, decision, byDefault);

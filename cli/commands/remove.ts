@@ -2,7 +2,7 @@ import { closedByFlag, hashToken, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeArgs, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import { scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
 /**
  * Removing tokens edits every object of the scope (the CLI's and hand-written ones). When the last token
@@ -62,8 +62,8 @@ export async function removeTokens(ctx: CommandContext, options: RemoveOptions):
     return mutate(current, attempt);
   });
   const left = remaining(result.objects);
-  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault);
-  const now = state.state === 'Open' ? 'it is open' : state.by === 'flag' ? 'it stays closed (closed: true; svc auth open clears it)' : 'it stays closed by default (nothing executes or writes until a token grants it)';
+  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects));
+  const now = state.state === 'Open' ? 'it is open' : state.by === 'subjects' ? 'it stays closed (it grants subjects: svc auth show lists them)' : state.by === 'flag' ? 'it stays closed (closed: true; svc auth open clears it)' : 'it stays closed by default (nothing executes or writes until a token grants it)';
   const text =
     removed.length === 0
       ? `${scopeLabel(scope)} had no tokens: ${now} (${store.where})`
@@ -90,8 +90,8 @@ export async function removeToken(ctx: CommandContext, tokenArg: string | undefi
   const hint = `${ctx.commandPath.replace(/remove-token$/, 'show')} ${scopeArgs(scope)}`;
   const result = await store.update(scope, removeOneMutation(scope, match, hint));
   const left = remaining(result.objects);
-  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault);
-  const last = state.state === 'Open' ? 'the scope is open now' : state.by === 'flag' ? 'the scope stays closed (closed: true)' : 'the scope stays closed by default (nothing executes or writes until a token grants it)';
+  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects));
+  const last = state.state === 'Open' ? 'the scope is open now' : state.by === 'subjects' ? 'the scope stays closed (it grants subjects)' : state.by === 'flag' ? 'the scope stays closed (closed: true)' : 'the scope stays closed by default (nothing executes or writes until a token grants it)';
   const text =
     left > 0
       ? `Removed token ${match.id} from ${scopeLabel(scope)}: ${left} token${left === 1 ? '' : 's'} remain${left === 1 ? 's' : ''}, it stays closed (${store.where})`

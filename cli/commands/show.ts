@@ -1,4 +1,4 @@
-import { closedByFlag, compareScopes, compareStrings, describeState, isExpired, scopeKey, scopeOf, stateOf, tokensOf, type Scope, type ScopeKind, type ScopeState } from '../../core/index.js';
+import { closedByFlag, compareScopes, compareStrings, describeState, isExpired, mergeSubjects, scopeKey, scopeOf, stateOf, subjectsOf, tokensOf, type Scope, type ScopeKind, type ScopeState, type Subject } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import type { StoredScope } from '../backends/backend.js';
 import { structured, table } from '../output.js';
@@ -26,14 +26,16 @@ export interface ScopeSummary {
    * an object says `closed: true`, or, for a path scope, by default (core's stateOf).
    */
   readonly state: 'Open' | 'Closed';
-  /** Why it is closed: tokens, `closed: true` ("flag"), or the default of path scopes. */
-  readonly closedBy?: 'tokens' | 'flag' | 'default';
+  /** Why it is closed: tokens, subjects, `closed: true` ("flag"), or the default of path scopes. */
+  readonly closedBy?: 'tokens' | 'subjects' | 'flag' | 'default';
   /** Whether an object of the scope says `closed: true`. */
   readonly closedFlag: boolean;
   readonly tokenCount: number;
   readonly activeTokenCount: number;
   readonly objects: readonly string[];
   readonly tokens: readonly TokenSummary[];
+  /** Identities granted (users, then groups), merged over the scope's objects. */
+  readonly subjects: readonly Subject[];
 }
 
 /**
@@ -42,18 +44,19 @@ export interface ScopeSummary {
  * Never a token value or hash: ids, descriptions and times only.
  */
 export function summarize(stored: readonly StoredScope[], nowMs: number, only?: Scope, openPathsByDefault = false): ScopeSummary[] {
-  const groups = new Map<string, { scope: Scope; objects: string[]; closed: boolean; tokens: Map<string, { t: TokenSummary; objects: string[] }> }>();
-  if (only) groups.set(scopeKey(only), { scope: only, objects: [], closed: false, tokens: new Map() });
+  const groups = new Map<string, { scope: Scope; objects: string[]; closed: boolean; tokens: Map<string, { t: TokenSummary; objects: string[] }>; subjects: Subject[][] }>();
+  if (only) groups.set(scopeKey(only), { scope: only, objects: [], closed: false, tokens: new Map(), subjects: [] });
   // The stations collection is listed even without an object while its writes are closed by default.
   const stations: Scope = { kind: 'path', value: 'collections/stations' };
-  if (!only && !openPathsByDefault) groups.set(scopeKey(stations), { scope: stations, objects: [], closed: false, tokens: new Map() });
+  if (!only && !openPathsByDefault) groups.set(scopeKey(stations), { scope: stations, objects: [], closed: false, tokens: new Map(), subjects: [] });
   for (const { object } of stored) {
     const scope = scopeOf(object.spec);
     const key = scopeKey(scope);
     if (only && key !== scopeKey(only)) continue;
     let group = groups.get(key);
-    if (!group) groups.set(key, (group = { scope, objects: [], closed: false, tokens: new Map() }));
+    if (!group) groups.set(key, (group = { scope, objects: [], closed: false, tokens: new Map(), subjects: [] }));
     group.objects.push(object.metadata.name);
+    group.subjects.push([...subjectsOf(object)]);
     if (closedByFlag(object)) group.closed = true;
     for (const t of tokensOf(object)) {
       const seen = group.tokens.get(t.hash);
@@ -87,7 +90,8 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
     const tokens = [...group.tokens.values()]
       .map(({ t, objects }) => ({ ...t, expired: isExpired(t, nowMs), objects: [...objects].sort() }))
       .sort((a, b) => compareStrings(a.createdAt, b.createdAt) || compareStrings(a.id, b.id));
-    const s = stateOf(group.scope, tokens.length, group.closed, openPathsByDefault);
+    const subjects = mergeSubjects(group.subjects);
+    const s = stateOf(group.scope, tokens.length, group.closed, openPathsByDefault, subjects.length);
     out.push({
       kind: group.scope.kind,
       value: group.scope.value,
@@ -98,6 +102,7 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
       activeTokenCount: tokens.filter((t) => !t.expired).length,
       objects: [...group.objects].sort(),
       tokens,
+      subjects,
     });
   }
   return out.sort((a, b) => compareScopes(a, b));
@@ -109,32 +114,41 @@ function expiryCell(t: TokenSummary): string {
 
 /** One row per token (the scope's columns on its first row only), one row for a scope without tokens. */
 export function renderTable(summaries: readonly ScopeSummary[]): string {
+  // The SUBJECTS column only when a scope grants identities: tables of token-only scopes stay as they were.
+  const withSubjects = summaries.some((s) => s.subjects.length > 0);
   const rows: string[][] = [];
   for (const s of summaries) {
-    const head = [s.kind, s.value, stateCell(s), String(s.tokenCount)];
+    const head = [s.kind, s.value, stateCell(s), String(s.tokenCount), ...(withSubjects ? [s.subjects.map(subjectCell).join(',') || '-'] : [])];
+    const blank = head.map(() => '');
     if (s.tokens.length === 0) rows.push([...head, '-', '-', '-', '-']);
-    s.tokens.forEach((t, i) => rows.push([...(i === 0 ? head : ['', '', '', '']), t.id, t.createdAt, expiryCell(t), t.description ?? '-']));
+    s.tokens.forEach((t, i) => rows.push([...(i === 0 ? head : blank), t.id, t.createdAt, expiryCell(t), t.description ?? '-']));
   }
-  return table(['KIND', 'SCOPE', 'STATE', 'TOKENS', 'ID', 'CREATED', 'EXPIRES', 'DESCRIPTION'], rows);
+  return table(['KIND', 'SCOPE', 'STATE', 'TOKENS', ...(withSubjects ? ['SUBJECTS'] : []), 'ID', 'CREATED', 'EXPIRES', 'DESCRIPTION'], rows);
+}
+
+/** `user:alice`, `group:wis2-ops`. */
+function subjectCell(x: Subject): string {
+  return `${x.kind.toLowerCase()}:${x.name}`;
 }
 
 function summaryState(s: ScopeSummary): ScopeState {
   return s.state === 'Open' ? { state: 'Open' } : { state: 'Closed', by: s.closedBy ?? 'tokens' };
 }
 
-/** `Closed`, `Closed (default)`, `Closed (closed: true)`, `Open`. */
+/** `Closed`, `Closed (default)`, `Closed (closed: true)`, `Open` (closed by subjects reads `Closed`). */
 function stateCell(s: ScopeSummary): string {
   return s.closedBy === 'default' ? 'Closed (default)' : s.closedBy === 'flag' ? 'Closed (closed: true)' : s.state;
 }
 
 export function renderText(summaries: readonly ScopeSummary[]): string {
   const blocks = summaries.map((s) => {
-    const head = `${s.kind} ${s.value}: ${describeState(summaryState(s), s.tokenCount)}` +
+    const head = `${s.kind} ${s.value}: ${describeState(summaryState(s), s.tokenCount, s.subjects.length)}` +
       (s.tokenCount > 0 ? ` (${s.activeTokenCount} active)` : '') +
       (s.objects.length > 0 ? `; object${s.objects.length === 1 ? '' : 's'} ${s.objects.join(', ')}` : '; no object');
-    const lines = s.tokens.map(
-      (t) => `  ${t.id}  created ${t.createdAt}  expires ${expiryCell(t)}${t.description !== undefined ? `  ${JSON.stringify(t.description)}` : ''}`,
-    );
+    const lines = [
+      ...s.tokens.map((t) => `  ${t.id}  created ${t.createdAt}  expires ${expiryCell(t)}${t.description !== undefined ? `  ${JSON.stringify(t.description)}` : ''}`),
+      ...s.subjects.map((x) => `  ${subjectCell(x)}`),
+    ];
     return [head, ...lines].join('\n');
   });
   return `${blocks.join('\n')}\n`;

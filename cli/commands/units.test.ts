@@ -90,6 +90,7 @@ describe('show: merging objects of one scope', () => {
         { id: rec('never-expires-00001').id, createdAt: '2026-01-01T00:00:00Z', expired: false, objects: ['a', 'b'] },
         { id: rec('shared-token-000001').id, description: 'partner', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2028-01-01T00:00:00Z', expired: false, objects: ['a', 'b'] },
       ],
+      subjects: [],
     });
   });
 });

@@ -165,7 +165,7 @@ export function runSuite(fixture: BackendFixture): void {
       expect(empty.stderr).toMatch(/closed by default/);
       expect(JSON.parse((await cli(['auth', 'show', '-o', 'json'])).stdout)).toEqual({
         store: fixture.where(),
-        scopes: [{ kind: 'path', value: 'collections/stations', state: 'Closed', closedBy: 'default', closedFlag: false, tokenCount: 0, activeTokenCount: 0, objects: [], tokens: [] }],
+        scopes: [{ kind: 'path', value: 'collections/stations', state: 'Closed', closedBy: 'default', closedFlag: false, tokenCount: 0, activeTokenCount: 0, objects: [], tokens: [], subjects: [] }],
       });
       expect(scrubbed(await cli(['--open-paths-by-default', 'auth', 'show']))).toEqual({ code: 0, stdout: '', stderr: 'No protected scopes in <store>: everything is open.\n' });
     });
@@ -263,6 +263,56 @@ export function runSuite(fixture: BackendFixture): void {
     });
   });
 
+  describe(`add-subject and remove-subject (${fixture.name})`, () => {
+    it('a subject closes a scope, grants its user or group, and can be taken back; the scope opens with the last', async () => {
+      const added = scrubbed(await cli(['auth', 'add-subject', '--topic-hierarchy', TOPIC, '--group', 'wis2-ops']));
+      expect(added).toEqual({ code: 0, stdout: `topic ${TOPIC} grants group wis2-ops; now Closed, 0 tokens, 1 subject (<store>)\n`, stderr: '' });
+      expect((await cli(['auth', 'add-subject', '--topic-hierarchy', TOPIC, '--user', 'alice@example.org'])).code).toBe(0);
+      const objects = await fixture.objects();
+      expect(objects).toEqual([{ name: expect.stringMatching(/^topic-origin-a-wis2-mw-met-data-core-[0-9a-f]{8}$/), spec: { topicHierarchy: TOPIC, tokens: [], subjects: [{ kind: 'Group', name: 'wis2-ops' }, { kind: 'User', name: 'alice@example.org' }] } }]);
+      // Again: nothing written, and it says so.
+      const before = await fixture.state();
+      expect((await cli(['auth', 'add-subject', '--topic-hierarchy', TOPIC, '--group', 'wis2-ops'])).stdout).toMatch(/already grants group wis2-ops/);
+      expect(await fixture.state()).toEqual(before);
+      // show lists them; has-access-topic answers for an identity.
+      expect(JSON.parse((await cli(['auth', 'show', '--topic-hierarchy', TOPIC, '-o', 'json'])).stdout).scopes[0]).toMatchObject({ state: 'Closed', closedBy: 'subjects', tokenCount: 0, subjects: [{ kind: 'User', name: 'alice@example.org' }, { kind: 'Group', name: 'wis2-ops' }] });
+      expect((await cli(['auth', 'show'])).stdout).toMatch(/SUBJECTS[\s\S]*user:alice@example.org,group:wis2-ops/);
+      const asGroup = await cli(['auth', 'has-access-topic', '--topic-hierarchy', `${TOPIC}.weather`, '--user', 'bob', '--group', 'staff', '--group', 'wis2-ops']);
+      expect(asGroup).toEqual({ code: 0, stdout: `granted: user bob, as a member of group wis2-ops, is a subject of topic:${TOPIC}, which governs topic:${TOPIC}.weather\n`, stderr: '' });
+      expect((await cli(['auth', 'has-access-topic', '--topic-hierarchy', TOPIC, '--user', 'alice@example.org'])).code).toBe(0);
+      const stranger = await cli(['auth', 'has-access-topic', '--topic-hierarchy', TOPIC, '--user', 'mallory', '-o', 'json']);
+      expect(stranger.code).toBe(1);
+      expect(JSON.parse(stranger.stdout)).toMatchObject({ granted: false, outcome: 'insufficient-scope', user: 'mallory' });
+      // A token of no scope is still denied (subjects do not open the scope to tokens).
+      expect((await cli(['auth', 'has-access-topic', '--topic-hierarchy', TOPIC, T1])).code).toBe(1);
+      // remove-tokens leaves it closed while subjects remain, and says so.
+      expect((await cli(['auth', 'remove-tokens', '--topic-hierarchy', TOPIC])).stdout).toMatch(/it stays closed \(it grants subjects/);
+      expect(scrubbed(await cli(['auth', 'remove-subject', '--topic-hierarchy', TOPIC, '--group', 'wis2-ops'])).stdout).toBe(`topic ${TOPIC} no longer grants group wis2-ops; now Closed, 0 tokens, 1 subject (<store>)\n`);
+      const last = JSON.parse((await cli(['auth', 'remove-subject', '--topic-hierarchy', TOPIC, '--user', 'alice@example.org', '-o', 'json'])).stdout);
+      expect(last).toMatchObject({ state: 'Open', tokens: 0, subjects: [] });
+      expect((await fixture.objects())[0]!.spec).toEqual({ topicHierarchy: TOPIC, tokens: [] });
+    });
+
+    it('removing a subject the scope does not have fails and changes nothing', async () => {
+      expect((await cli(['auth', 'add-subject', '--path', 'processes/svc', '--user', 'alice'])).code).toBe(0);
+      const before = await fixture.state();
+      const r = await cli(['auth', 'remove-subject', '--path', 'processes/svc', '--user', 'bob']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/user bob is not a subject of path:processes\/svc: list the subjects with svc auth show --path processes\/svc \(nothing was changed\)/);
+      expect(await fixture.state()).toEqual(before);
+    });
+
+    it('edits every object that lists the subject, including hand-written ones', async () => {
+      await fixture.put(handWritten('hand-a', { topicHierarchy: 'a.b', tokens: [], subjects: [{ kind: 'User', name: 'alice' }, { kind: 'Group', name: 'g' }] }));
+      await fixture.put(handWritten('hand-b', { topicHierarchy: 'a.b', tokens: [record(T1)], subjects: [{ kind: 'User', name: 'alice' }] }));
+      expect((await cli(['auth', 'remove-subject', '--topic-hierarchy', 'a.b', '--user', 'alice'])).code).toBe(0);
+      expect(await fixture.objects()).toEqual([
+        { name: 'hand-a', spec: { topicHierarchy: 'a.b', tokens: [], subjects: [{ kind: 'Group', name: 'g' }] } },
+        { name: 'hand-b', spec: { topicHierarchy: 'a.b', tokens: [record(T1)] } },
+      ]);
+    });
+  });
+
   describe(`close and open (${fixture.name})`, () => {
     const DS = 'urn:wmo:md:mw-met:embargo';
     it('close keeps a scope closed with no token, open clears it; both say the real state', async () => {
@@ -338,7 +388,12 @@ export function runSuite(fixture: BackendFixture): void {
       ['bad output format', ['auth', 'show', '-o', 'xml'], /Allowed choices are table, text, json, yaml, wcmp2\. \(see svc auth show --help\)/],
       ['too many arguments', ['auth', 'remove-tokens', '--path', 'processes/svc', 'extra'], /too many arguments/],
       ['unknown command', ['auth', 'add-tokens'], /unknown command 'add-tokens' \(Did you mean add-token\?\) \(see svc auth --help\)/],
-      ['missing token argument', ['auth', 'has-access-topic', '--path', 'processes/svc'], /missing required argument 'token'/],
+      ['neither token nor identity', ['auth', 'has-access-topic', '--path', 'processes/svc'], /give either a token or --user USER/],
+      ['both token and identity', ['auth', 'has-access-topic', '--path', 'processes/svc', 'svc_x', '--user', 'alice'], /give either a token or --user USER/],
+      ['--group without --user', ['auth', 'has-access-topic', '--path', 'processes/svc', 'svc_x', '--group', 'ops'], /--group goes with --user/],
+      ['add-subject with neither --user nor --group', ['auth', 'add-subject', '--path', 'processes/svc'], /give exactly one of --user USER or --group GROUP/],
+      ['add-subject with both', ['auth', 'add-subject', '--path', 'processes/svc', '--user', 'a', '--group', 'b'], /give exactly one of --user USER or --group GROUP/],
+      ['a subject name with a control character', ['auth', 'add-subject', '--path', 'processes/svc', '--user', 'a\u0007b'], /without control characters/],
       ['bad namespace name', ['-n', 'Not_A_Namespace', 'auth', 'show'], /-n\/--namespace: "Not_A_Namespace" is not a namespace name/],
       ['bad request timeout', ['--request-timeout', 'soon', 'auth', 'show'], /--request-timeout: "soon" is not a duration/],
     ])('%s: exit 2', async (_name, args, pattern) => {

@@ -5,6 +5,7 @@ import { request } from 'node:https';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { describeCluster, kubeConfig, newNamespace } from '../controlplane/testenv.js';
+import { validateProtectedScope } from '../../core/index.js';
 
 const group = 'auth.svc.io';
 const version = 'v1alpha1';
@@ -81,6 +82,12 @@ describeCluster('ProtectedScope CRD', () => {
     it('the maximum of 1000 tokens', async () => {
       const tokens = Array.from({ length: 1000 }, () => token());
       await create(scope({ topicHierarchy: 'big', tokens }));
+    });
+
+    it('subjects: users and groups, as a RoleBinding names them', async () => {
+      const subjects = [{ kind: 'User', name: 'alice@example.org' }, { kind: 'Group', name: 'wis2-ops' }];
+      const created = await create(scope({ topicHierarchy: 'origin.a', tokens: [], subjects })) as { spec: { subjects: unknown } };
+      expect(created.spec.subjects).toEqual(subjects);
     });
 
     it('adding and removing tokens on update (the scope unchanged)', async () => {
@@ -171,6 +178,17 @@ describeCluster('ProtectedScope CRD', () => {
       const t = token();
       const msg = await rejection(scope({ topicHierarchy: 'a', tokens: [t, token(), { ...t, description: 'again' }] }));
       expect(msg).toMatch(/spec\.tokens\[2\]: Duplicate value/);
+    });
+
+    it.each([
+      ['an unknown kind', [{ kind: 'ServiceAccount', name: 'x' }], 'spec.subjects[0].kind: Unsupported value'],
+      ['an empty name', [{ kind: 'User', name: '' }], 'spec.subjects[0].name'],
+      ['a control character in a name', [{ kind: 'User', name: 'a\u0007b' }], 'spec.subjects[0].name'],
+      ['a duplicate', [{ kind: 'Group', name: 'g' }, { kind: 'Group', name: 'g' }], 'spec.subjects[1]: Duplicate value'],
+    ])('a subject with %s (core refuses it the same way)', async (_label, subjects, message) => {
+      const body = scope({ topicHierarchy: 'a', tokens: [], subjects });
+      expect(await rejection(body)).toContain(message);
+      expect(validateProtectedScope(body).ok).toBe(false);
     });
 
     it('more than 1000 tokens', async () => {

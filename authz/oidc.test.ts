@@ -1,0 +1,301 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { pino } from 'pino';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, newProtectedScope, type AccessIndex } from '../core/index.js';
+import { checkOidcOptions, OidcVerifier, type OidcOptions } from './oidc.js';
+import { startServer, type RunningServer } from './server.js';
+import type { SnapshotSink, SnapshotSource } from './sources/source.js';
+
+// The verifier and the JWT path of the server against a provider on 127.0.0.1 serving discovery and a JWKS of
+// keys made here with jose: every rejection case, the kid-flood bound, rotation, and the provider going down.
+// The suite against a real OpenID provider (Dex) is test/e2e/oidc.test.ts.
+
+const AUD = 'svc-data';
+const quiet = pino({ level: 'silent' });
+
+type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+interface Key {
+  kid: string;
+  privateKey: PrivateKey;
+  jwk: JWK;
+}
+
+async function newKey(kid: string, alg: 'RS256' | 'ES256' = 'RS256'): Promise<Key> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
+  return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } };
+}
+
+class Provider {
+  keys: Key[] = [];
+  jwksRequests = 0;
+  up = true;
+  private server!: Server;
+  issuer = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      if (!this.up) {
+        res.writeHead(503).end();
+        return;
+      }
+      if (req.url === '/.well-known/openid-configuration') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: this.issuer, jwks_uri: `${this.issuer}/keys` }));
+      } else if (req.url === '/keys') {
+        this.jwksRequests++;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: this.keys.map((k) => k.jwk) }));
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.issuer = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((r) => this.server.close(() => r()));
+  }
+
+  sign(key: Key, claims: Record<string, unknown> = {}, opts: { aud?: string; iss?: string; exp?: number; iat?: number; alg?: string } = {}): Promise<string> {
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ sub: 'alice', groups: ['ops', 'staff'], ...claims })
+      .setProtectedHeader({ alg: opts.alg ?? (key.jwk.alg as string), kid: key.kid })
+      .setIssuer(opts.iss ?? this.issuer)
+      .setAudience(opts.aud ?? AUD)
+      .setIssuedAt(opts.iat ?? now)
+      .setExpirationTime(opts.exp ?? now + 300)
+      .sign(key.privateKey);
+  }
+}
+
+const options = (issuer: string, extra: Partial<OidcOptions> = {}): OidcOptions => ({ issuers: [issuer], audiences: [AUD], usernameClaim: 'sub', groupsClaim: 'groups', refreshIntervalMs: 0, ...extra });
+const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+
+describe('OidcVerifier', () => {
+  const idp = new Provider();
+  let k1: Key;
+  let fetches: boolean[];
+  let verifier: OidcVerifier;
+
+  beforeAll(async () => {
+    await idp.start();
+    k1 = await newKey('k1');
+    idp.keys = [k1];
+    fetches = [];
+    verifier = new OidcVerifier(options(idp.issuer, { refetchCooldownMs: 60_000 }), { jwksFetch: (_i, ok) => fetches.push(ok) }, quiet);
+    await verifier.start();
+  });
+  afterAll(async () => {
+    verifier.stop();
+    await idp.stop();
+  });
+
+  it('a valid JWT is an identity: issuer, username claim, groups claim, exp', async () => {
+    const v = await verifier.verify(await idp.sign(k1), idp.issuer);
+    expect(v).toMatchObject({ ok: true, identity: { issuer: idp.issuer, user: 'alice', groups: ['ops', 'staff'] } });
+    expect(fetches).toEqual([true]);
+  });
+
+  it.each([
+    ['wrong audience', () => idp.sign(k1, {}, { aud: 'someone-else' }), 'ERR_JWT_CLAIM_VALIDATION_FAILED'],
+    ['expired (beyond the skew)', () => idp.sign(k1, {}, { exp: Math.floor(Date.now() / 1000) - 120 }), 'ERR_JWT_EXPIRED'],
+    ['not yet valid', () => idp.sign(k1, { nbf: Math.floor(Date.now() / 1000) + 600 }), 'ERR_JWT_CLAIM_VALIDATION_FAILED'],
+    ['issued in the future', () => idp.sign(k1, {}, { iat: Math.floor(Date.now() / 1000) + 600 }), 'iat in the future'],
+    ['no username claim', () => idp.sign(k1, { sub: undefined }), 'no sub claim'],
+  ])('refuses a JWT: %s', async (_name, make, reason) => {
+    const v = await verifier.verify(await make(), idp.issuer);
+    expect(v.ok).toBe(false);
+    if (!v.ok && reason) expect(v.reason).toContain(reason);
+  });
+
+  it('refuses a tampered payload (the signature no longer matches)', async () => {
+    const [h, , s] = (await idp.sign(k1)).split('.');
+    const forged = `${h}.${b64({ iss: idp.issuer, aud: AUD, sub: 'root', groups: ['admins'], iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 60 })}.${s}`;
+    expect(await verifier.verify(forged, idp.issuer)).toMatchObject({ ok: false, reason: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' });
+  });
+
+  it('refuses alg none and HMAC signed with the public key', async () => {
+    const claims = b64({ iss: idp.issuer, aud: AUD, sub: 'alice', iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 60 });
+    expect((await verifier.verify(`${b64({ alg: 'none' })}.${claims}.`, idp.issuer)).ok).toBe(false);
+    // The classic confusion: HS256 keyed with the RSA public key's bytes, as a naive verifier would accept it.
+    const { createHmac } = await import('node:crypto');
+    const head = b64({ alg: 'HS256', kid: 'k1' });
+    const mac = createHmac('sha256', JSON.stringify(k1.jwk)).update(`${head}.${claims}`).digest('base64url');
+    expect(await verifier.verify(`${head}.${claims}.${mac}`, idp.issuer)).toMatchObject({ ok: false, reason: 'ERR_JOSE_ALG_NOT_ALLOWED' });
+  });
+
+  it("refuses a JWT signed by another key (another issuer's, or a forger's)", async () => {
+    const stranger = await newKey('k1'); // same kid, other key
+    expect(await verifier.verify(await idp.sign(stranger), idp.issuer)).toMatchObject({ ok: false, reason: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' });
+  });
+
+  it('a flood of unknown kids fetches the JWKS at most once per cooldown', async () => {
+    const before = idp.jwksRequests;
+    for (let i = 0; i < 50; i++) {
+      const v = await verifier.verify(await idp.sign(await newKey(`random-${i}`, 'ES256')), idp.issuer);
+      expect(v.ok).toBe(false);
+    }
+    expect(idp.jwksRequests - before).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('OidcVerifier: rotation and outages', () => {
+  it('picks up a rotated key without a restart, keeps verifying with cached keys while the provider is down', async () => {
+    const idp = new Provider();
+    await idp.start();
+    const k1 = await newKey('k1');
+    idp.keys = [k1];
+    const verifier = new OidcVerifier(options(idp.issuer, { refetchCooldownMs: 0 }), { jwksFetch: () => undefined }, quiet);
+    await verifier.start();
+    expect((await verifier.verify(await idp.sign(k1), idp.issuer)).ok).toBe(true);
+    // Rotation: the provider signs with k2 from now on.
+    const k2 = await newKey('k2');
+    idp.keys = [k1, k2];
+    expect((await verifier.verify(await idp.sign(k2), idp.issuer)).ok).toBe(true);
+    // Down: cached keys keep verifying.
+    idp.up = false;
+    expect((await verifier.verify(await idp.sign(k2), idp.issuer)).ok).toBe(true);
+    expect((await verifier.verify(await idp.sign(await newKey('k3')), idp.issuer)).ok).toBe(false);
+    verifier.stop();
+    await idp.stop();
+  });
+
+  it('without keys yet (provider down from the start), JWTs are refused as unavailable', async () => {
+    const idp = new Provider();
+    await idp.start();
+    idp.up = false;
+    const k1 = await newKey('k1');
+    idp.keys = [k1];
+    const verifier = new OidcVerifier(options(idp.issuer, { refetchCooldownMs: 0 }), { jwksFetch: () => undefined }, quiet);
+    await verifier.start();
+    expect(await verifier.verify(await idp.sign(k1), idp.issuer)).toMatchObject({ ok: false, unavailable: true });
+    idp.up = true;
+    expect((await verifier.verify(await idp.sign(k1), idp.issuer)).ok).toBe(true);
+    verifier.stop();
+    await idp.stop();
+  });
+});
+
+describe('checkOidcOptions', () => {
+  const o = (issuers: string[], audiences = [AUD]): OidcOptions => ({ issuers, audiences, usernameClaim: 'sub', groupsClaim: 'groups' });
+  it.each([
+    [o(['http://idp.example.org']), /use https/],
+    [o(['https://idp.example.org'], []), /needs --oidc-audience/],
+    [o(['not a url']), /not a URL/],
+    [o(['https://idp.example.org/?x=1']), /no query/],
+    [{ ...o([]), audiences: [AUD] }, /need --oidc-issuer/],
+  ])('%j is a usage error', (opts, message) => {
+    expect(() => checkOidcOptions(opts)).toThrow(message);
+  });
+  it.each([['https://idp.example.org/dex'], ['http://127.0.0.1:5556/dex'], ['http://localhost:5556'], ['http://[::1]:5556']])('%s is accepted', (issuer) => {
+    expect(() => checkOidcOptions(o([issuer]))).not.toThrow();
+  });
+});
+
+// ---- through the server: the answers and the audit line ----
+
+class StaticSource implements SnapshotSource {
+  readonly kind = 'static';
+  readonly origin = 'test';
+  constructor(private readonly index: AccessIndex) {}
+  start(sink: SnapshotSink): Promise<void> {
+    sink.loaded({ index: this.index, origin: this.origin, loadMs: 0 });
+    return Promise.resolve();
+  }
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+class Capture extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.text += chunk.toString('utf8');
+    done();
+  }
+}
+
+function ask(base: string, target: string, authorization?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+  const { hostname, port } = new URL(base);
+  const headers: Record<string, string> = { 'X-Original-URL': `https://data.example.org${target}`, 'X-Original-Method': 'GET', ...(authorization ? { Authorization: authorization } : {}) };
+  return new Promise((resolve, reject) => {
+    const req = request({ host: hostname, port, path: '/authz/auth-request', headers, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('svc-auth with --oidc-issuer', () => {
+  const idp = new Provider();
+  const log = new Capture();
+  let k1: Key;
+  let server: RunningServer;
+  const topicFile = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/x.bufr4';
+
+  beforeAll(async () => {
+    await idp.start();
+    k1 = await newKey('k1');
+    idp.keys = [k1];
+    const base = newProtectedScope({ kind: 'topic', value: 'origin.a.wis2.mw-met.data.core' }, 'core', undefined, []);
+    const s = compileSnapshot([{ ...base, spec: { ...base.spec, subjects: [{ kind: 'User', name: 'alice' }, { kind: 'Group', name: 'ops' }] } }]);
+    const index = buildIndex(s.generation, s.lines);
+    if (!index.ok) throw new Error(index.error);
+    server = await startServer({
+      listen: { host: '127.0.0.1', port: 0 }, metricsListen: { host: '127.0.0.1', port: 0 }, access: DEFAULT_CONFIG,
+      source: new StaticSource(index.value), logger: pino({ level: 'info' }, log),
+      oidc: options(idp.issuer, { refetchCooldownMs: 60_000 }),
+    });
+    await server.firstLoad;
+    // The keys are fetched in the background at start.
+    for (let i = 0; i < 100 && idp.jwksRequests === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  });
+  afterAll(async () => {
+    await server.shutdown();
+    await idp.stop();
+  });
+
+  it('a user grant: 200 with X-Auth-Request-User; the audit line names issuer and user, never the JWT', async () => {
+    const jwt = await idp.sign(k1, { groups: [] });
+    const r = await ask(server.url, topicFile, `Bearer ${jwt}`);
+    expect(r.status).toBe(200);
+    expect(r.headers['x-auth-request-user']).toBe('alice');
+    expect(r.headers['x-auth-request-group']).toBeUndefined();
+    expect(log.text).toMatch(/"outcome":"granted".*"issuer":"http:\/\/127\.0\.0\.1:\d+","user":"alice"/);
+    expect(log.text).not.toContain(jwt);
+    expect(log.text).not.toContain(jwt.split('.')[2]!);
+  });
+
+  it('a group grant, also as ?token=: 200 with X-Auth-Request-Group', async () => {
+    const jwt = await idp.sign(k1, { sub: 'carol', groups: ['staff', 'ops'] });
+    const r = await ask(server.url, `${topicFile}?token=${jwt}`);
+    expect(r.status).toBe(200);
+    expect(r.headers['x-auth-request-user']).toBe('carol');
+    expect(r.headers['x-auth-request-group']).toBe('ops');
+  });
+
+  it('a valid JWT without a grant: 403 insufficient_scope', async () => {
+    const r = await ask(server.url, topicFile, `Bearer ${await idp.sign(k1, { sub: 'mallory', groups: ['guests'] })}`);
+    expect(r.status).toBe(403);
+    expect(r.headers['www-authenticate']).toContain('error="insufficient_scope"');
+  });
+
+  it.each([
+    ['wrong audience', () => idp.sign(k1, {}, { aud: 'other' })],
+    ['expired', () => idp.sign(k1, {}, { exp: Math.floor(Date.now() / 1000) - 120 })],
+    ['alg none', async () => `${b64({ alg: 'none' })}.${b64({ iss: idp.issuer, aud: AUD, sub: 'alice', iat: 1, exp: 4102444800 })}.`],
+  ])('a JWT that does not verify (%s): 401 invalid_token', async (_name, make) => {
+    const r = await ask(server.url, topicFile, `Bearer ${await make()}`);
+    expect(r.status).toBe(401);
+    expect(r.headers['www-authenticate']).toContain('error="invalid_token"');
+  });
+
+  it('metrics count JWT decisions and JWKS fetches', async () => {
+    const text = await fetch(`${server.metricsUrl}/metrics`).then((r) => r.text());
+    expect(text).toMatch(/svc_auth_jwt_decisions_total\{outcome="granted",failure=""\} [1-9]/);
+    expect(text).toMatch(/svc_auth_jwt_decisions_total\{outcome="invalid-token",failure="ERR_JWT_EXPIRED"\} 1/);
+    expect(text).toMatch(/svc_auth_oidc_jwks_fetches_total\{issuer="http:\/\/127\.0\.0\.1:\d+",result="ok"\} 1/);
+  });
+});

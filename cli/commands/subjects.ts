@@ -1,0 +1,84 @@
+import {
+  describeState, MAX_SUBJECTS_PER_OBJECT, mergeSubjects, newProtectedScope, scopeKey, scopeObjectName, stateOf, subjectKey, subjectsOf, tokensOf, closedByFlag, checkSubject,
+  type ProtectedScope, type Scope, type Subject,
+} from '../../core/index.js';
+import type { Mutate } from '../backends/backend.js';
+import { failure, usageError } from '../errors.js';
+import { structured } from '../output.js';
+import { scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+
+/**
+ * `svc auth add-subject SCOPE (--user U | --group G)` and `remove-subject`: grants to identities of the
+ * OpenID provider, kept in `spec.subjects` next to the tokens. A subject closes the scope as a token does.
+ * Adding writes the scope's own object (created when the scope has none); removing edits every object that
+ * lists the subject. Both go through the store's update, so a concurrent edit is never lost.
+ */
+export interface SubjectOptions extends ScopeFlags {
+  readonly output: 'text' | 'json' | 'yaml';
+  readonly user?: string;
+  readonly group?: string;
+}
+
+function subjectFrom(ctx: CommandContext, options: SubjectOptions): Subject {
+  if ((options.user === undefined) === (options.group === undefined)) {
+    throw usageError(`${ctx.commandPath}: give exactly one of --user USER or --group GROUP`);
+  }
+  const checked = options.user !== undefined ? checkSubject('User', options.user) : checkSubject('Group', options.group);
+  if (!checked.ok) throw usageError(`${ctx.commandPath}: ${options.user !== undefined ? '--user' : '--group'} ${JSON.stringify(options.user ?? options.group)}: ${checked.error}`);
+  return checked.value;
+}
+
+function withSubjects(o: ProtectedScope, subjects: readonly Subject[]): ProtectedScope {
+  const { subjects: _old, ...spec } = o.spec;
+  return { ...o, spec: (subjects.length > 0 ? { ...spec, subjects } : spec) as ProtectedScope['spec'] };
+}
+
+const listed = (o: ProtectedScope, s: Subject) => subjectsOf(o).some((x) => subjectKey(x) === subjectKey(s));
+
+export function addSubjectMutation(scope: Scope, subject: Subject, namespace: string | undefined): Mutate {
+  const name = scopeObjectName(scope);
+  return (current) => {
+    if (current.some((o) => listed(o, subject))) return [];
+    const target = current.find((o) => o.metadata.name === name) ?? current[0] ?? newProtectedScope(scope, name, namespace, []);
+    if (subjectsOf(target).length >= MAX_SUBJECTS_PER_OBJECT) {
+      throw failure(`${target.metadata.name} already lists ${MAX_SUBJECTS_PER_OBJECT} subjects: grant a group instead of more users (nothing was changed)`);
+    }
+    return [withSubjects(target, [...subjectsOf(target), subject])];
+  };
+}
+
+export function removeSubjectMutation(scope: Scope, subject: Subject, hint: string): Mutate {
+  return (current, attempt) => {
+    const holders = current.filter((o) => listed(o, subject));
+    // On a retry a concurrent removal may have done it already: that is the outcome asked for.
+    if (holders.length === 0 && attempt === 0) {
+      throw failure(`${subject.kind.toLowerCase()} ${subject.name} is not a subject of ${scopeKey(scope)}: list the subjects with ${hint} (nothing was changed)`);
+    }
+    return holders.map((o) => withSubjects(o, subjectsOf(o).filter((x) => subjectKey(x) !== subjectKey(subject))));
+  };
+}
+
+async function edit(ctx: CommandContext, options: SubjectOptions, add: boolean): Promise<number> {
+  const scope = scopeFromFlags(options, ctx.commandPath);
+  const subject = subjectFrom(ctx, options);
+  const store = await ctx.openStore();
+  const hint = `svc auth show ${scopeArgs(scope)}`;
+  const result = await store.update(scope, add ? addSubjectMutation(scope, subject, store.namespace) : removeSubjectMutation(scope, subject, hint));
+  const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
+  const subjects = mergeSubjects(result.objects.map(subjectsOf));
+  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjects.length);
+  const who = `${subject.kind.toLowerCase()} ${subject.name}`;
+  if (options.output === 'text') {
+    const did = add ? (result.written.length === 0 ? `already grants ${who}` : `grants ${who}`) : `no longer grants ${who}`;
+    ctx.io.out(`${scopeLabel(scope)} ${did}; now ${describeState(state, tokens, subjects.length)} (${store.where})\n`);
+  } else {
+    ctx.io.out(structured(options.output, {
+      scope: scopeJson(scope), store: store.where, written: result.written, subject, state: state.state,
+      ...(state.state === 'Closed' ? { closedBy: state.by } : {}), tokens, subjects,
+    }));
+  }
+  return 0;
+}
+
+export const addSubject = (ctx: CommandContext, options: SubjectOptions): Promise<number> => edit(ctx, options, true);
+export const removeSubject = (ctx: CommandContext, options: SubjectOptions): Promise<number> => edit(ctx, options, false);
