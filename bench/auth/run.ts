@@ -4,14 +4,17 @@
 // layout, so reloads are real `..data` symlink swaps); the baseline is a node:http server answering 200
 // to everything. Both are pinned to one core and the load generator (autocannon, in this process) to the
 // other when taskset exists. Cases: (a) an open resource, (b) a protected one with a valid Bearer token,
-// (c) a wrong token, and (b) again while the snapshot is reloaded back to back. Targets: (b) at least 0.8x
-// the baseline's requests/s with a p99 at most 2x the baseline's; p99 during reloads at most 3x steady.
+// (c) a wrong token, (d) a valid JWT of an OpenID provider whose group the protected scope grants (single
+// sign-on: RS256, as most providers sign; the provider is a node:http server in this process serving discovery
+// and a JWKS, asked once at start), and (b) again while the snapshot is reloaded back to back. Targets: (b) at
+// least 0.8x the baseline's requests/s with a p99 at most 2x the baseline's; p99 during reloads at most 3x
+// steady. (d) is reported with its ratios, without a target.
 //
 // Environment: BENCH_DURATION (seconds per measured run, default 4), BENCH_ROUNDS (default 3),
 // BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null),
 // BENCH_AUTH_DIST (1: run dist/authz/main.js, 0: the sources through tsx; default: dist/ when it is current),
 // BENCH_AUTH_NODE_FLAGS (node options for svc-auth; default: those of its bin's shebang, as deployed),
-// BENCH_CASES (comma-separated subset of baseline,open,valid,wrong,reload; default all: targets whose cases
+// BENCH_CASES (comma-separated subset of baseline,open,valid,wrong,jwt,reload; default all: targets whose cases
 // did not run are reported as not run, and the run fails).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,7 +25,9 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { createServer as createHttpServer } from 'node:http';
 import autocannon from 'autocannon';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { compileSnapshot, formatGeneratedToken, hashToken, parseSnapshotFile, serializeSnapshot, tokenIdOf, type ProtectedScope, type Snapshot, type TokenRecord } from '../../core/index.js';
 import { buildIndexInSlices } from '../../authz/sources/source.js';
 
@@ -34,6 +39,24 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const WARMUP = 1.5;
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
 const ROOT = resolve(import.meta.dirname, '../..');
+const JWT_GROUP = 'bench-readers';
+const JWT_AUDIENCE = 'svc-bench';
+
+/** An OpenID provider of this process: discovery and a JWKS on 127.0.0.1, and a JWT it signed (never printed). */
+async function startProvider(): Promise<{ issuer: string; jwt: string; close: () => void }> {
+  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench-1', alg: 'RS256', use: 'sig' };
+  let issuer = '';
+  const server = createHttpServer((req, res) => {
+    const body = req.url === '/.well-known/openid-configuration' ? { issuer, jwks_uri: `${issuer}/keys` } : req.url === '/keys' ? { keys: [jwk] } : undefined;
+    res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' }).end(body ? JSON.stringify(body) : undefined);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const jwt = await new SignJWT({ sub: 'bench-user', groups: ['staff', JWT_GROUP] })
+    .setProtectedHeader({ alg: 'RS256', kid: 'bench-1' }).setIssuer(issuer).setAudience(JWT_AUDIENCE).setIssuedAt().setExpirationTime('2h').sign(privateKey);
+  return { issuer, jwt, close: () => server.close() };
+}
 
 // ---------------------------------------------------------------------------------------------------
 // The snapshot: 6,000 topic scopes, 3,000 dataset scopes, 1,000 process scopes, 10 tokens each.
@@ -72,6 +95,9 @@ function makeFixture(): Fixture {
     }
     objects.push({ apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `scope-${i}` }, spec: { ...scopeSpec(i), tokens } as unknown as ProtectedScope['spec'] });
   }
+  // Scope 42 grants a group of the OpenID provider too (case (d)).
+  const granted = objects[42]!;
+  objects[42] = { ...granted, spec: { ...granted.spec, subjects: [{ kind: 'Group', name: JWT_GROUP }] } as unknown as ProtectedScope['spec'] };
   const a = compileSnapshot(objects);
   // Generation b differs by one token in one scope, so every swap is a real reload.
   const last = objects[SCOPES - 1]!;
@@ -296,6 +322,7 @@ async function main(): Promise<void> {
   void built.value.scopeCount; // keep the index alive until measured
 
   const [basePort, authPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const provider = await startProvider();
   const baseline = spawnPinned(['--input-type=module', '-e', BASELINE_SERVER, String(basePort)]);
   const build = builtIsCurrent();
   const useDist = process.env.BENCH_AUTH_DIST === undefined ? build.current : process.env.BENCH_AUTH_DIST === '1';
@@ -308,6 +335,7 @@ async function main(): Promise<void> {
     '--listen', `127.0.0.1:${authPort}`,
     '--metrics-listen', `127.0.0.1:${metricsPort}`,
     '--log-level', LOG_LEVEL,
+    '--oidc-issuer', provider.issuer, '--oidc-audience', JWT_AUDIENCE,
   ]);
   const authBase = `http://127.0.0.1:${authPort}`;
   const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
@@ -325,13 +353,14 @@ async function main(): Promise<void> {
     open: { url: authUrl, headers: { 'X-Original-URI': fixture.openPath }, expect: 200, pid: auth.pid },
     valid: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.token}` }, expect: 200, pid: auth.pid },
     wrong: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.wrongToken}` }, expect: 401, pid: auth.pid },
+    jwt: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${provider.jwt}` }, expect: 200, pid: auth.pid },
     reload: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.token}` }, expect: 200, pid: auth.pid },
   } as const;
   type CaseName = keyof typeof cases;
   const order = (process.env.BENCH_CASES?.split(',') ?? Object.keys(cases)) as CaseName[];
   const unknown = order.filter((name) => !(name in cases));
   if (unknown.length > 0) throw new Error(`BENCH_CASES: unknown case(s) ${unknown.join(', ')}; use some of ${Object.keys(cases).join(',')}`);
-  const runs: Record<CaseName, Measured[]> = { baseline: [], open: [], valid: [], wrong: [], reload: [] };
+  const runs: Record<CaseName, Measured[]> = { baseline: [], open: [], valid: [], wrong: [], jwt: [], reload: [] };
 
   // While a reload run lasts, the snapshot is swapped back and forth, each swap as soon as the previous
   // one is in service, so the whole run is "during a reload".
@@ -388,6 +417,7 @@ async function main(): Promise<void> {
     open: '(a) open resource',
     valid: '(b) protected, valid Bearer token',
     wrong: '(c) protected, wrong token (401)',
+    jwt: '(d) protected, valid JWT, group grant',
     reload: '(b) during back-to-back reloads',
   };
   const fmt = (x: number, d = 2) => x.toFixed(d);

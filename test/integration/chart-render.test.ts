@@ -217,6 +217,19 @@ describeCluster('Helm chart charts/svc', () => {
       expect(envOf(opened)).toContainEqual({ name: 'SVC_OPEN_PATHS_BY_DEFAULT', value: 'true' });
     });
 
+    it('auth.oidc.* become svc-auth\'s --oidc-* flags, with the private CA mounted from its ConfigMap; nothing without issuers', () => {
+      const argsOf = (m: Manifest[]) => podSpec(ofKind(m, 'Deployment', 'svc-auth')[0]!).containers[0]!.args ?? [];
+      expect(argsOf(helmTemplate(helm, { namespace }).manifests).join(' ')).not.toContain('--oidc');
+      const m = helmTemplate(helm, { namespace, values: { auth: { oidc: { issuers: ['https://idp.example.org/dex', 'https://login.example.org'], audiences: ['svc-data'], usernameClaim: 'email', caConfigMap: 'idp-ca' } } } }).manifests;
+      expect(argsOf(m).join(' ')).toContain('--oidc-issuer https://idp.example.org/dex --oidc-issuer https://login.example.org --oidc-audience svc-data --oidc-username-claim email --oidc-groups-claim groups --oidc-ca-file /etc/svc-auth/oidc-ca/ca.crt');
+      const pod = podSpec(ofKind(m, 'Deployment', 'svc-auth')[0]!) as unknown as { volumes: { name: string; configMap?: { name: string } }[]; containers: { volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[] }[] };
+      expect(pod.volumes).toContainEqual({ name: 'oidc-ca', configMap: { name: 'idp-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } });
+      expect(pod.containers[0]!.volumeMounts).toContainEqual({ name: 'oidc-ca', mountPath: '/etc/svc-auth/oidc-ca', readOnly: true });
+      const noAudience = helmTemplate(helm, { namespace, values: { auth: { oidc: { issuers: ['https://idp.example.org'] } } } });
+      expect(noAudience.status).not.toBe(0);
+      expect(noAudience.stderr).toMatch(/oidc\/audiences/);
+    });
+
     it('refuses contradictory values with a message', () => {
       const twoWriters = helmTemplate(helm, { namespace, values: { operator: { replicas: 2, leaderElect: false } } });
       expect(twoWriters.status).not.toBe(0);
