@@ -147,11 +147,18 @@ describe('OidcVerifier: rotation and outages', () => {
     idp.keys = [k1];
     const verifier = new OidcVerifier(options(idp.issuer, { refetchCooldownMs: 0 }), { jwksFetch: () => undefined }, quiet);
     await verifier.start();
-    expect((await verifier.verify(await idp.sign(k1), idp.issuer)).ok).toBe(true);
+    const first = await idp.sign(k1);
+    expect((await verifier.verify(first, idp.issuer)).ok).toBe(true);
+    expect((await verifier.verify(first, idp.issuer)).ok).toBe(true); // the repeat is answered from the cache
     // Rotation: the provider signs with k2 from now on.
     const k2 = await newKey('k2');
     idp.keys = [k1, k2];
     expect((await verifier.verify(await idp.sign(k2), idp.issuer)).ok).toBe(true);
+    expect((await verifier.verify(first, idp.issuer)).ok).toBe(true);
+    // k1 withdrawn (compromised, say): once the key set is refetched, the cached verification of `first` is not used.
+    idp.keys = [k2];
+    expect((await verifier.verify(await idp.sign(await newKey('k9')), idp.issuer)).ok).toBe(false); // unknown kid: refetch
+    expect(await verifier.verify(first, idp.issuer)).toMatchObject({ ok: false });
     // Down: cached keys keep verifying.
     idp.up = false;
     expect((await verifier.verify(await idp.sign(k2), idp.issuer)).ok).toBe(true);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -22,6 +23,8 @@ import { UsageError } from './options.js';
  * public key can never be used as an HMAC secret.
  */
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+/** Verified JWTs kept (by hash) for their repeat requests. */
+const MAX_CACHED_VERIFICATIONS = 10_000;
 /** Clock skew tolerated on exp, nbf and iat. */
 export const CLOCK_SKEW_SECONDS = 30;
 
@@ -76,6 +79,9 @@ class IssuerKeys {
   private jwksUri: string | undefined;
   private lastAttempt = -Infinity;
   private inflight: Promise<void> | undefined;
+  private jwksText = '';
+  /** Bumped whenever the key set changes: verifications cached under an older version are redone. */
+  version = 0;
 
   constructor(
     readonly issuer: string,
@@ -106,7 +112,12 @@ class IssuerKeys {
         this.jwksUri = doc.jwks_uri;
       }
       const jwks = (await this.fetchJson(this.jwksUri)) as JSONWebKeySet;
-      this.keys = createLocalJWKSet(jwks);
+      const text = JSON.stringify(jwks);
+      if (text !== this.jwksText) {
+        this.keys = createLocalJWKSet(jwks);
+        this.jwksText = text;
+        this.version++;
+      }
       this.events.jwksFetch(this.issuer, true);
     } catch (e) {
       this.events.jwksFetch(this.issuer, false);
@@ -175,9 +186,30 @@ export class OidcVerifier {
     if (this.timer) clearInterval(this.timer);
   }
 
+  /**
+   * Successful verifications, by SHA-256 of the JWT: a browser session or a script sends the same ID token on
+   * every request, and an RSA verification costs about five times a whole token answer. An entry is used only
+   * under the key set it was verified with (a key removed at the provider drops it) and carries the JWT's exp,
+   * which decide checks on every request. Failures are not kept. Written here rather than with an LRU library:
+   * a bounded Map cleared when full is all this needs.
+   */
+  private readonly verified = new Map<string, { readonly version: number; readonly outcome: VerifyOutcome & { ok: true } }>();
+
   async verify(jwt: string, issuer: string): Promise<VerifyOutcome> {
     const keys = this.byIssuer.get(issuer);
     if (!keys) return { ok: false, reason: 'issuer not configured' };
+    const cacheKey = createHash('sha256').update(jwt).digest('base64url');
+    const hit = this.verified.get(cacheKey);
+    if (hit && hit.version === keys.version && hit.outcome.identity.issuer === issuer) return hit.outcome;
+    const outcome = await this.verifyFully(jwt, issuer, keys);
+    if (outcome.ok) {
+      if (this.verified.size >= MAX_CACHED_VERIFICATIONS) this.verified.clear();
+      this.verified.set(cacheKey, { version: keys.version, outcome });
+    }
+    return outcome;
+  }
+
+  private async verifyFully(jwt: string, issuer: string, keys: IssuerKeys): Promise<VerifyOutcome> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(jwt, keys.getKey, {

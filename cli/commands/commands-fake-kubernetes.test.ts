@@ -59,6 +59,21 @@ describe('Kubernetes backend specifics (fake API server)', () => {
     expect(server.requests.some((r) => r.status === 409)).toBe(true);
   });
 
+  it('concurrent add-subject and add-token on one scope: conflicts are retried, no grant is lost', async () => {
+    const namespace = 'concurrent-subjects';
+    server.namespaces.add(namespace);
+    const results = await Promise.all([
+      ...Array.from({ length: 12 }, (_, i) => svc([...args(namespace), 'auth', 'add-subject', '--topic-hierarchy', 'a.b', '--group', `group-${i}`])),
+      ...Array.from({ length: 8 }, (_, i) => svc([...args(namespace), 'auth', 'add-token', '--topic-hierarchy', 'a.b', `concurrent-token-${String(i).padStart(4, '0')}`])),
+    ]);
+    expect(results.map((r) => r.code)).toEqual(results.map(() => 0));
+    const [only] = objectsOf(namespace);
+    const spec = only!.spec as ProtectedScope['spec'];
+    expect(spec.subjects).toHaveLength(12);
+    expect(spec.tokens).toHaveLength(8);
+    expect(server.requests.some((r) => r.status === 409)).toBe(true);
+  });
+
   it('the namespace comes from -n, else the context (--context picks another one)', async () => {
     server.namespaces.add('other');
     expect((await svc(['--kubeconfig', kubeconfig, 'auth', 'add-token', '--path', 'processes/svc', T1])).code).toBe(0);
