@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { pino } from 'pino';
 import { buildIndex, compileSnapshot, DEFAULT_CONFIG, newProtectedScope, type AccessIndex } from '../core/index.js';
 import { checkOidcOptions, OidcVerifier, type OidcOptions } from './oidc.js';
+import { createPki } from '../test/controlplane/pki.js';
 import { startServer, type RunningServer } from './server.js';
 import type { SnapshotSink, SnapshotSource } from './sources/source.js';
 
@@ -35,8 +40,10 @@ class Provider {
   private server!: Server;
   issuer = '';
 
+  constructor(private readonly tls?: { cert: string; key: string }) {}
+
   async start(): Promise<void> {
-    this.server = createServer((req, res) => {
+    const handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
       if (!this.up) {
         res.writeHead(503).end();
         return;
@@ -47,9 +54,10 @@ class Provider {
         this.jwksRequests++;
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: this.keys.map((k) => k.jwk) }));
       } else res.writeHead(404).end();
-    });
+    };
+    this.server = this.tls ? createHttpsServer({ cert: readFileSync(this.tls.cert), key: readFileSync(this.tls.key) }, handler) : createServer(handler);
     await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.issuer = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.issuer = `${this.tls ? 'https' : 'http'}://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
   stop(): Promise<void> {
@@ -180,6 +188,29 @@ describe('OidcVerifier: rotation and outages', () => {
     expect((await verifier.verify(await idp.sign(k1), idp.issuer)).ok).toBe(true);
     verifier.stop();
     await idp.stop();
+  });
+});
+
+describe('OidcVerifier: a provider with a private CA (--oidc-ca-file)', () => {
+  it('fetches its keys over TLS only when the CA is given', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-oidc-ca-'));
+    const pki = createPki(dir);
+    const idp = new Provider(pki.serving);
+    await idp.start();
+    const k1 = await newKey('k1');
+    idp.keys = [k1];
+    const jwt = await idp.sign(k1);
+    const untrusting = new OidcVerifier(options(idp.issuer), { jwksFetch: () => undefined }, quiet);
+    await untrusting.start();
+    expect(await untrusting.verify(jwt, idp.issuer)).toMatchObject({ ok: false, unavailable: true });
+    const trusting = new OidcVerifier(options(idp.issuer, { caFile: pki.ca.cert }), { jwksFetch: () => undefined }, quiet);
+    await trusting.start();
+    expect(await trusting.verify(jwt, idp.issuer)).toMatchObject({ ok: true, identity: { user: 'alice' } });
+    expect(idp.jwksRequests).toBe(1);
+    untrusting.stop();
+    trusting.stop();
+    await idp.stop();
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 
