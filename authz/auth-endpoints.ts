@@ -184,6 +184,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
         return d.scope.kind;
       case 'granted-identity':
         sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.expiresAt, now);
+        usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, now);
         return d.scope.kind;
       case 'verify-jwt':
         // Never an answer: the handler verifies and decides again. Reaching here is a bug: deny.
@@ -232,8 +233,8 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
       return;
     }
     if (d?.outcome === 'granted-identity') {
-      // The audit line of a single sign-on grant: who (issuer, user) and through which group; never the JWT.
-      if (decisions.enabled('info')) decisions.write('info', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.source, issuer: d.issuer, user: d.user, group: d.group });
+      // Who (issuer, user) and through which group, never the JWT: a debug line per grant, summed at info by TokenUsage.
+      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.source, issuer: d.issuer, user: d.user, group: d.group });
       return;
     }
     // Refusals are counted for Refusals' info lines; a bounded sample of them is written at info one by one.

@@ -283,8 +283,8 @@ describe('svc-auth with --oidc-issuer', () => {
     if (!index.ok) throw new Error(index.error);
     server = await startServer({
       listen: { host: '127.0.0.1', port: 0 }, metricsListen: { host: '127.0.0.1', port: 0 }, access: DEFAULT_CONFIG,
-      source: new StaticSource(index.value), logger: pino({ level: 'info' }, log),
-      oidc: options(idp.issuer, { refetchCooldownMs: 60_000 }),
+      source: new StaticSource(index.value), logger: pino({ level: 'debug' }, log),
+      oidc: options(idp.issuer, { refetchCooldownMs: 60_000 }), usageWindowMs: 100,
     });
     await server.firstLoad;
     // The keys are fetched in the background at start.
@@ -295,13 +295,16 @@ describe('svc-auth with --oidc-issuer', () => {
     await idp.stop();
   });
 
-  it('a user grant: 200 with X-Auth-Request-User; the audit line names issuer and user, never the JWT', async () => {
+  it('a user grant: 200 with X-Auth-Request-User; the audit lines name issuer and user, never the JWT', async () => {
     const jwt = await idp.sign(k1, { groups: [] });
     const r = await ask(server.url, topicFile, `Bearer ${jwt}`);
     expect(r.status).toBe(200);
     expect(r.headers['x-auth-request-user']).toBe('alice');
     expect(r.headers['x-auth-request-group']).toBeUndefined();
-    expect(log.text).toMatch(/"outcome":"granted".*"issuer":"http:\/\/127\.0\.0\.1:\d+","user":"alice"/);
+    // The per-grant line at debug; at info, the grants summed per scope and identity.
+    expect(log.text).toMatch(/"level":"debug".*"outcome":"granted".*"issuer":"http:\/\/127\.0\.0\.1:\d+","user":"alice"/);
+    await new Promise((r) => setTimeout(r, 250)); // one usage window (100 ms here)
+    expect(log.text).toMatch(/"level":30.*"scope":"topic:origin\.a\.wis2\.mw-met\.data\.core","issuer":"http:\/\/127\.0\.0\.1:\d+","user":"alice","granted":1.*"msg":"identities used"/);
     expect(log.text).not.toContain(jwt);
     expect(log.text).not.toContain(jwt.split('.')[2]!);
   });

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 
 /**
- * Granted requests, counted per scope and token id and logged at info once per window (a minute by
- * default) as one "tokens used" line per pair, with the count and the first and last grant in the window.
+ * Granted requests, counted per scope and token id (or, for single sign-on, per scope and identity: issuer, user
+ * and the granting group) and logged at info once per window (a minute by default) as one "tokens used" (or
+ * "identities used") line per pair, with the count and the first and last grant in the window.
  *
  * Why not a line per grant: at the request rates svc-auth serves, that is one info line per request (tens
  * of megabytes a minute) repeating what the proxy's access log already holds, and it cost a fifth of a
@@ -13,6 +14,8 @@ interface Use {
   count: number;
   first: number;
   last: number;
+  /** Set for an identity's grants (the key is then not a token id). */
+  identity?: { readonly issuer: string; readonly user: string; readonly group: string | undefined };
 }
 
 export class TokenUsage {
@@ -40,6 +43,19 @@ export class TokenUsage {
     }
   }
 
+  /** An identity's grant (a verified JWT): counted per scope, issuer, user and granting group. */
+  recordIdentity(scopeKey: string, issuer: string, user: string, group: string | undefined, now: number): void {
+    const key = `\0${issuer}\0${user}\0${group ?? ''}`;
+    let byKey = this.window.get(scopeKey);
+    if (byKey === undefined) this.window.set(scopeKey, (byKey = new Map()));
+    const use = byKey.get(key);
+    if (use === undefined) byKey.set(key, { count: 1, first: now, last: now, identity: { issuer, user, group } });
+    else {
+      use.count++;
+      use.last = now;
+    }
+  }
+
   /** Logs the window so far and starts a new one. */
   flush(): void {
     const window = this.window;
@@ -47,7 +63,10 @@ export class TokenUsage {
     this.window = new Map();
     for (const [scope, byToken] of window) {
       for (const [tokenId, use] of byToken) {
-        this.logger.info({ scope, tokenId, granted: use.count, first: new Date(use.first).toISOString(), last: new Date(use.last).toISOString() }, 'tokens used');
+        const when = { granted: use.count, first: new Date(use.first).toISOString(), last: new Date(use.last).toISOString() };
+        const id = use.identity;
+        if (id) this.logger.info({ scope, issuer: id.issuer, user: id.user, ...(id.group !== undefined ? { group: id.group } : {}), ...when }, 'identities used');
+        else this.logger.info({ scope, tokenId, ...when }, 'tokens used');
       }
     }
   }

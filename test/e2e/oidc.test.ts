@@ -66,7 +66,7 @@ suite('single sign-on through nginx and svc-auth, with a real OpenID provider', 
     const [ing, customErrors, original, uriOnly, authPort, metrics, oapiPort] = (await freePorts(7)) as [number, number, number, number, number, number, number];
     ingress = ing;
     oapi = await startOapiStandin(oapiPort);
-    auth = new SvcAuth({ scopesDir: scopes, port: authPort, metricsPort: metrics, secrets, extraArgs: ['--oidc-issuer', idp.issuer, '--oidc-audience', 'svc-data', '--oidc-audience', 'short-lived'] });
+    auth = new SvcAuth({ scopesDir: scopes, port: authPort, metricsPort: metrics, secrets, extraArgs: ['--oidc-issuer', idp.issuer, '--oidc-audience', 'svc-data', '--oidc-audience', 'short-lived', '--log-level', 'debug'] });
     await auth.start();
     nginx = await Nginx.start(binary, prefix, nginxConf({ prefix, wafRoot: waf.root, ports: { ingress, customErrors, original, uriOnly, auth: authPort, oapi: oapiPort } }), [ingress, customErrors, original, uriOnly]);
   }, 120_000);
@@ -148,6 +148,7 @@ suite('single sign-on through nginx and svc-auth, with a real OpenID provider', 
     // A forged token with an unknown key id is refused (the JWKS cannot be fetched, and the cooldown bounds tries).
     const [, p] = t.split('.') as [string, string, string];
     expect((await get(WAF.topicFile, `Bearer ${b64({ alg: 'RS256', kid: 'unknown' })}.${p}.c2ln`)).status).toBe(401);
+    // Debug: a line per grant (at info they are summed a minute at a time); the JWT is in none of them.
     const out = auth.output;
     expect(out).toMatch(/"outcome":"granted".*"user":"alice"/);
     expect(out).toMatch(/"outcome":"granted".*"user":"bob","group":"wis2-ops"/);
