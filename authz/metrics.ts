@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { AccessIndex } from '../core/index.js';
+import { LIKELY_PROXIES, type LikelyProxy } from './endpoints/headers.js';
 
 export const ENDPOINTS = ['auth-request', 'authorize', 'forward-auth', 'ext-authz'] as const;
 export type EndpointName = (typeof ENDPOINTS)[number];
@@ -95,6 +96,7 @@ export class AuthMetrics {
   private readonly ready: Gauge;
   private readonly jwtDecisions: Counter<'outcome' | 'failure'>;
   private readonly jwksFetches: Counter<'issuer' | 'result'>;
+  private readonly misdirectedRequests: Counter<'endpoint' | 'likely_proxy'>;
   private loadedAt: number | null = null;
   private logDrops: () => number = () => 0;
 
@@ -130,6 +132,14 @@ export class AuthMetrics {
       labelNames: ['issuer', 'result'] as const,
       registers,
     });
+    this.misdirectedRequests = new Counter({
+      name: 'svc_auth_misdirected_requests_total',
+      help: 'Requests refused because they carry none of their endpoint\'s target headers, by endpoint and the proxy that most likely sent them (a proxy pointed at the wrong endpoint).',
+      labelNames: ['endpoint', 'likely_proxy'] as const,
+      registers,
+    });
+    // At 0 from the first scrape, so an alert on its increase works at once.
+    for (const endpoint of ENDPOINTS) for (const likely of LIKELY_PROXIES) this.misdirectedRequests.labels(endpoint, likely).inc(0);
     this.durations = new EndpointHistogram('svc_auth_decision_duration_seconds', 'Time from receiving an auth request to having written its answer.');
     this.registry.registerMetric(this.durations as unknown as Metric);
     this.reloadFailures = new Counter({
@@ -186,6 +196,11 @@ export class AuthMetrics {
   /** A JWKS fetch of an OpenID issuer (svc_auth_oidc_jwks_fetches_total), ok or failed. */
   jwksFetch(issuer: string, ok: boolean): void {
     this.jwksFetches.labels(issuer, ok ? 'ok' : 'failed').inc();
+  }
+
+  /** A request without its endpoint's target headers (svc_auth_misdirected_requests_total). */
+  misdirected(endpoint: EndpointName, likely: LikelyProxy): void {
+    this.misdirectedRequests.labels(endpoint, likely).inc();
   }
 
   decision(endpoint: EndpointName, outcome: AnswerOutcome, kind: ScopeKindLabel, seconds: number): void {

@@ -281,56 +281,113 @@ describe('svc-auth endpoints × answers', () => {
     }
   });
 
-  describe('each endpoint reads only its own contract', () => {
-    // Every foreign header points at a closed scope with no token: if any of them were read, the answer would not be 200.
-    const foreign = {
-      'X-Original-URI': WAF_TOPIC,
-      'X-Original-URL': `https://data.example.org${WAF_TOPIC}`,
-      'X-Original-Method': 'POST',
-      'X-Forwarded-Uri': WAF_TOPIC,
-      'X-Forwarded-Method': 'POST',
-      'X-Api-Http-Method': 'POST',
+  describe('the header contract: each endpoint reads its own family, every other family present must agree', () => {
+    const STATION_ITEM = '/oapi/collections/stations/items/0-20000-0-12345';
+    const absolute = (p: string) => `https://data.example.org${p}`;
+    /** How each endpoint is asked about `target` with `method`, in its own family only. */
+    const own: Record<'auth-request' | 'authorize' | 'forward-auth' | 'ext-authz (Envoy)' | 'ext-authz (Gateway Fabric)', (target: string, method: string) => [string, string, Record<string, string>]> = {
+      'auth-request': (t, m) => ['GET', '/authz/auth-request', { 'X-Original-URL': absolute(t), 'X-Original-Method': m }],
+      authorize: (t, m) => ['GET', '/authorize', { 'X-Original-URI': t, 'X-Api-Http-Method': m }],
+      'forward-auth': (t, m) => ['GET', '/authz/forward-auth', { 'X-Forwarded-Uri': t, 'X-Forwarded-Method': m }],
+      'ext-authz (Envoy)': (t, m) => [m, `/authz/ext-authz${t}`, {}],
+      'ext-authz (Gateway Fabric)': (t, m) => ['GET', '/authz/ext-authz', { Path: t, Method: m }],
     };
-    const without = (...names: string[]) => Object.fromEntries(Object.entries(foreign).filter(([k]) => !names.includes(k)));
+    /** Every target and method header of every family, as a value naming `target` / `method`. */
+    const targetHeaders: readonly [string, (t: string) => string][] = [
+      ['X-Original-URL', absolute], ['X-Original-URI', (t) => t], ['X-Forwarded-Uri', (t) => t], ['X-Envoy-Original-Path', (t) => t], ['Path', (t) => t],
+    ];
+    const methodHeaders = ['X-Original-Method', 'X-Api-Http-Method', 'X-Forwarded-Method', 'Method', 'X-HTTP-Method-Override', 'X-HTTP-Method', 'X-Method-Override'];
+    const ownNames = (e: keyof typeof own): string[] => Object.keys(own[e]('/', 'GET')[2]).map((n) => n.toLowerCase());
+    const malformed = (e: string) => (e === 'auth-request' || e === 'authorize' ? 403 : 400);
 
-    it('/authz/auth-request uses X-Original-*, never X-Forwarded-* or X-Api-Http-Method', async () => {
-      const a = await http(server.url, 'GET', '/authz/auth-request', { ...without('X-Original-URI', 'X-Original-URL', 'X-Original-Method'), 'X-Original-URI': '/oapi/collections/stations/items', 'X-Original-Method': 'GET' });
-      expect(a.status).toBe(200);
-      const b = await http(server.url, 'GET', '/authz/auth-request', { 'X-Forwarded-Uri': WAF_TOPIC });
-      expect(b.status).toBe(403); // no X-Original-*: malformed, whatever X-Forwarded-Uri says
+    describe.each(Object.keys(own) as (keyof typeof own)[])('%s', (e) => {
+      const ask2 = (target: string, method: string, extra: Record<string, string>) => {
+        const [m, path, headers] = own[e](target, method);
+        return http(server.url, m, path, { ...headers, ...extra });
+      };
+
+      it('its own family alone decides (open data 200, a closed file 401)', async () => {
+        expect((await ask2(WAF_OPEN, 'GET', {})).status).toBe(200);
+        expect((await ask2(WAF_TOPIC, 'GET', {})).status).toBe(401);
+      });
+
+      const others = targetHeaders.filter(([n]) => !ownNames(e).includes(n.toLowerCase()));
+      const otherMethods = methodHeaders.filter((n) => !ownNames(e).includes(n.toLowerCase()));
+
+      it.each(others)('%s of another family naming the same target: decided as without it', async (name, value) => {
+        expect((await ask2(WAF_OPEN, 'GET', { [name]: value(WAF_OPEN) })).status).toBe(200);
+        expect((await ask2(WAF_TOPIC, 'GET', { [name]: value(WAF_TOPIC) })).status).toBe(401);
+      });
+
+      it.each(others)('%s naming another target: malformed, whichever way round', async (name, value) => {
+        expect((await ask2(WAF_OPEN, 'GET', { [name]: value(WAF_TOPIC) })).status).toBe(malformed(e));
+        expect((await ask2(WAF_TOPIC, 'GET', { [name]: value(WAF_OPEN) })).status).toBe(malformed(e));
+      });
+
+      it.each(otherMethods)('%s of another family: the same method (any case) is decided, another is malformed', async (name) => {
+        expect((await ask2(STATION_ITEM, 'GET', { [name]: 'get' })).status).toBe(200);
+        expect((await ask2(STATION_ITEM, 'GET', { [name]: 'DELETE' })).status).toBe(malformed(e));
+      });
+
+      it('X-Forwarded-Prefix (a rewritten path) is malformed', async () => {
+        expect((await ask2(WAF_OPEN, 'GET', { 'X-Forwarded-Prefix': '/data' })).status).toBe(malformed(e));
+      });
+
+      it('a token holder still gets in with every agreeing header of every family present', async () => {
+        const all = Object.fromEntries([...others.map(([n, v]) => [n, v(WAF_TOPIC)]), ...otherMethods.map((n) => [n, 'GET'])]);
+        expect((await ask2(WAF_TOPIC, 'GET', { ...all, Authorization: bearer(T_TOPIC) })).status).toBe(200);
+      });
     });
 
-    it('/authz/auth-request reads X-Original-URL and X-Original-URI: two that disagree are malformed, never a choice', async () => {
-      const a = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_OPEN}`, 'X-Original-URI': WAF_TOPIC, 'X-Original-Method': 'GET' });
+    it('/authz/auth-request: X-Original-URL and X-Original-URI that disagree are malformed, never a choice', async () => {
+      const a = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': absolute(WAF_OPEN), 'X-Original-URI': WAF_TOPIC, 'X-Original-Method': 'GET' });
       expect(a.status).toBe(403);
-      const b = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_TOPIC}`, 'X-Original-URI': WAF_OPEN, 'X-Original-Method': 'GET' });
+      const b = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': absolute(WAF_TOPIC), 'X-Original-URI': WAF_OPEN, 'X-Original-Method': 'GET' });
       expect(b.status).toBe(403);
-      const c = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': `https://data.example.org${WAF_OPEN}`, 'X-Original-URI': WAF_OPEN, 'X-Original-Method': 'GET' });
+      const c = await http(server.url, 'GET', '/authz/auth-request', { 'X-Original-URL': absolute(WAF_OPEN), 'X-Original-URI': WAF_OPEN, 'X-Original-Method': 'GET' });
       expect(c.status).toBe(200);
     });
 
-    it('/authorize uses X-Api-Http-Method and X-Original-URI only; without a stated method a stations write is governed', async () => {
-      const a = await http(server.url, 'GET', '/authorize', { ...without('X-Original-URI', 'X-Api-Http-Method', 'X-Original-URL'), 'X-Original-URI': '/oapi/collections/stations/items', 'X-Api-Http-Method': 'GET' });
-      expect(a.status).toBe(200); // X-Original-Method / X-Forwarded-Method POST ignored
-      const b = await http(server.url, 'GET', '/authorize', { 'X-Original-URI': WAF_OPEN, 'X-Original-URL': `https://data.example.org${WAF_TOPIC}` });
-      expect(b.status).toBe(200);
-      const c = await http(server.url, 'GET', '/authorize', { 'X-Original-URI': '/oapi/collections/stations/items', 'X-Original-Method': 'GET' });
-      expect(c.status).toBe(401);
+    it('Traefik\'s ingress-nginx provider pointed at /authz/auth-request: a client\'s X-Original-* cannot steer it', async () => {
+      // What Traefik sends: its own X-Forwarded-* naming the real request, plus every client header.
+      const traefik = { 'X-Forwarded-Uri': WAF_TOPIC, 'X-Forwarded-Method': 'GET' };
+      expect((await http(server.url, 'GET', '/authz/auth-request', traefik)).status).toBe(403);
+      expect((await http(server.url, 'GET', '/authz/auth-request', { ...traefik, 'X-Original-URL': absolute(WAF_OPEN), 'X-Original-Method': 'GET' })).status).toBe(403);
+      expect((await http(server.url, 'GET', '/authz/auth-request', { ...traefik, 'X-Original-URI': WAF_OPEN })).status).toBe(403);
+      // Naming the real target gets the real target's decision, never more.
+      expect((await http(server.url, 'GET', '/authz/auth-request', { ...traefik, 'X-Original-URI': WAF_TOPIC, 'X-Original-Method': 'GET' })).status).toBe(401);
     });
 
-    it('/authz/forward-auth uses X-Forwarded-* only', async () => {
-      const a = await http(server.url, 'GET', '/authz/forward-auth', { ...without('X-Forwarded-Uri', 'X-Forwarded-Method'), 'X-Forwarded-Uri': '/oapi/collections/stations/items', 'X-Forwarded-Method': 'GET' });
-      expect(a.status).toBe(200);
-      const b = await http(server.url, 'GET', '/authz/forward-auth', { 'X-Original-URI': WAF_TOPIC });
-      expect(b.status).toBe(400);
+    it('ext-authz: a target of only / while Path names something else is refused (a Fabric http.path ending in /)', async () => {
+      expect((await http(server.url, 'GET', '/authz/ext-authz/', { Path: WAF_TOPIC, Method: 'GET' })).status).toBe(400);
+      expect((await http(server.url, 'GET', '/authz/ext-authz/', { Path: '/' })).status).toBe(200);
+      expect((await http(server.url, 'GET', '/authz/ext-authz/', {})).status).toBe(200);
     });
 
-    it('/authz/ext-authz uses its own method and path (with the query) only', async () => {
-      const a = await http(server.url, 'GET', '/authz/ext-authz/oapi/collections/stations/items?f=json', foreign);
-      expect(a.status).toBe(200);
-      const b = await http(server.url, 'POST', `/authz/ext-authz${PROCESS}?token=${T_PROCESSES}`, { 'X-Forwarded-Uri': WAF_OPEN, 'X-Original-URI': WAF_OPEN });
-      expect(b.status).toBe(200);
-      expect(b.headers['x-auth-request-scope']).toBe(scopeKey(PROCESSES));
+    it('ext-authz, Gateway Fabric\'s dialect: its subrequest\'s own GET never counts, a missing Method is governed as unsafe', async () => {
+      expect((await http(server.url, 'GET', '/authz/ext-authz', { Path: STATION_ITEM, Method: 'GET' })).status).toBe(200);
+      expect((await http(server.url, 'GET', '/authz/ext-authz', { Path: STATION_ITEM, Method: 'DELETE' })).status).toBe(401);
+      expect((await http(server.url, 'GET', '/authz/ext-authz', { Path: STATION_ITEM })).status).toBe(401);
+      const granted = await http(server.url, 'GET', '/authz/ext-authz', { Path: `${PROCESS}?token=${T_PROCESSES}`, Method: 'POST' });
+      expect(granted.status).toBe(200);
+      expect(granted.headers['x-auth-request-scope']).toBe(scopeKey(PROCESSES));
+    });
+
+    it('a request without its endpoint\'s target is refused, and the refusal says which proxy it most likely is', async () => {
+      const cases: [string, string, Record<string, string>, string][] = [
+        ['GET', '/authz/auth-request', { 'X-Forwarded-Uri': WAF_TOPIC, 'X-Forwarded-Method': 'GET' }, 'forward-auth'],
+        ['GET', '/authorize', { Path: WAF_TOPIC }, 'gateway-fabric'],
+        ['GET', '/authz/forward-auth', { 'X-Original-URL': absolute(WAF_TOPIC) }, 'nginx'],
+        ['GET', '/authz/ext-authz', { 'X-Forwarded-Uri': WAF_TOPIC }, 'forward-auth'],
+        ['GET', '/authz/ext-authz?x=1', {}, 'unknown'],
+      ];
+      for (const [m, path, headers] of cases) expect([400, 403]).toContain((await http(server.url, m, path, headers)).status);
+      const text = (await http(server.metricsUrl, 'GET', '/metrics', {})).body;
+      for (const [, path, , likely] of cases) {
+        const endpoint = path.startsWith('/authorize') ? 'authorize' : path.split('/')[2]!.split('?')[0]!;
+        const line = new RegExp(`^svc_auth_misdirected_requests_total\\{endpoint="${endpoint}",likely_proxy="${likely}"\\} ([0-9]+)$`, 'm').exec(text);
+        expect(Number(line?.[1] ?? 0)).toBeGreaterThanOrEqual(1);
+      }
     });
 
     it('a repeated original-target header is malformed, not joined or first-wins', async () => {
@@ -392,7 +449,9 @@ describe('svc-auth endpoints × answers', () => {
       ['auth-request: 2,000 header lines (node:http would drop the rest)', 'GET', '/authz/auth-request', [['X-Original-URI', WAF_OPEN], ['X-Original-Method', 'GET'], ...many(1998)], 403],
       ['authorize: no X-Api-Http-Method on a stations write target (governed as unsafe)', 'GET', '/authorize', [['X-Original-URI', STATION]], 401],
       ['authorize: X-Api-Http-Method GET and an override DELETE', 'GET', '/authorize', [['X-Original-URI', STATION], ['X-Api-Http-Method', 'GET'], ['X-HTTP-Method-Override', 'DELETE']], 403],
-      ['authorize: X-Original-URL is not its header (not read)', 'GET', '/authorize', [['X-Original-URI', WAF_TOPIC], ['X-Original-URL', url(WAF_OPEN)], ['X-Api-Http-Method', 'GET']], 401],
+      ['authorize: an X-Original-URL naming another target', 'GET', '/authorize', [['X-Original-URI', WAF_TOPIC], ['X-Original-URL', url(WAF_OPEN)], ['X-Api-Http-Method', 'GET']], 403],
+      ['forward-auth: a second family (Path) repeated', 'GET', '/authz/forward-auth', [['X-Forwarded-Uri', WAF_OPEN], ['X-Forwarded-Method', 'GET'], ['Path', WAF_OPEN], ['Path', WAF_OPEN]], 400],
+      ['ext-authz (Fabric): Path and X-Original-URI disagree', 'GET', '/authz/ext-authz', [['Path', WAF_OPEN], ['Method', 'GET'], ['X-Original-URI', WAF_TOPIC]], 400],
       ['forward-auth: no X-Forwarded-Method on a stations write target (governed as unsafe)', 'GET', '/authz/forward-auth', [['X-Forwarded-Uri', STATION]], 401],
       ['forward-auth: X-Forwarded-Prefix set (the path was rewritten)', 'GET', '/authz/forward-auth', [['X-Forwarded-Uri', '/collections/stations/items'], ['X-Forwarded-Prefix', '/oapi'], ['X-Forwarded-Method', 'POST']], 400],
       ['forward-auth: an override naming another method', 'GET', '/authz/forward-auth', [['X-Forwarded-Uri', STATION], ['X-Forwarded-Method', 'GET'], ['X-HTTP-Method-Override', 'DELETE']], 400],

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
-import { createAuthHandler, type ServingState } from './auth-endpoints.js';
+import { createAuthHandler, type ServingState } from './auth-pipeline.js';
 import { installFront, MAX_HEADERS_COUNT } from './http-front.js';
 import { OidcVerifier, type OidcOptions } from './oidc.js';
 import { renderProtectedList, type ProtectedList } from './protected-list.js';
