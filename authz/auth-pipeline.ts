@@ -158,7 +158,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     const contract = contractFor(req.url ?? '');
     if (contract === undefined) return false;
     const endpoint = contract.endpoint;
-    const set = contract.answers === 'nginx' ? ANSWERS.nginx : ANSWERS.proxy;
+    const set = contract.answers(req) === 'nginx' ? ANSWERS.nginx : ANSWERS.proxy;
 
     const started = performance.now();
     if (state.draining) res.shouldKeepAlive = false;

@@ -9,7 +9,7 @@ import { H } from './headers.js';
 
 export const authRequest: Contract = {
   endpoint: 'auth-request',
-  answers: 'nginx',
+  answers: () => 'nginx',
   matches: (url) => isPath(url, '/authz/auth-request'),
   read(_req, h) {
     const url = h.get(H.originalUrl);

@@ -7,7 +7,7 @@ import { H } from './headers.js';
 
 export const authorize: Contract = {
   endpoint: 'authorize',
-  answers: 'nginx',
+  answers: () => 'nginx',
   matches: (url) => isPath(url, '/authorize'),
   read: (_req, h) => conclude(h, { target: h.get(H.originalUri), method: h.get(H.apiHttpMethod) ?? null, own: [H.originalUri, H.apiHttpMethod], serves: ['nginx'] }),
 };

@@ -27,8 +27,11 @@ export type Reading =
 
 export interface Contract {
   readonly endpoint: EndpointName;
-  /** nginx endpoints answer 200/401/403 with empty bodies and X-Accel-Expires; the others problem+json. */
-  readonly answers: Flavour;
+  /**
+   * How the proxy reads answers: nginx's auth_request understands only 200/401/403 (empty bodies,
+   * X-Accel-Expires); the others pass status, challenge and a problem+json body on to the client.
+   */
+  answers(req: HeadRequest): Flavour;
   /** The request URL (path and query) is this endpoint's. */
   matches(url: string): boolean;
   read(req: HeadRequest, h: ContractHeaders): Reading;

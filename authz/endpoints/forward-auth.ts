@@ -9,7 +9,7 @@ import { H } from './headers.js';
 
 export const forwardAuth: Contract = {
   endpoint: 'forward-auth',
-  answers: 'proxy',
+  answers: () => 'proxy',
   matches: (url) => isPath(url, '/authz/forward-auth'),
   read: (_req, h) => conclude(h, { target: h.get(H.forwardedUri), method: h.get(H.forwardedMethod) ?? null, own: [H.forwardedUri, H.forwardedMethod], serves: ['forward-auth'] }),
 };

@@ -10,6 +10,9 @@
 //   (e) nginx checking the token itself against a map: the limit of any design at all
 //   (f) (b) with nginx caching auth answers the way ingress-nginx's auth-cache-key / auth-cache-duration do
 //   and a 1 MiB file for (a), (b), (d) and (f).
+//   (tb) Traefik (deploy/traefik/dynamic.yaml, file provider) with its ForwardAuth asking svc-auth, serving (a)'s file
+//   (td) the same Traefik configuration with ForwardAuth asking a do-nothing upstream (an nginx `return 200`, which
+//        costs next to nothing): the limit of any ForwardAuth design, so (tb)/(td) is what svc-auth costs there.
 // Then revocation through (f): the token is removed from its scope and the time until the first refusal
 // is measured against the configured bound (svc-auth's --cache-max-age, which nginx obeys via X-Accel-Expires).
 //
@@ -26,6 +29,8 @@ import { formatGeneratedToken } from '../../core/index.js';
 import { freePorts, waitForPort } from '../../test/e2e/support/net.js';
 import { ensureNginx, nginxPlan } from '../../test/e2e/support/nginx.js';
 import { tokenRecord, writeScopeAtomically } from '../../test/e2e/support/scopes.js';
+import { traefikDynamic, traefikStatic } from '../../test/e2e/support/traefik.js';
+import { ensureTraefik } from '../../test/controlplane/assets.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DURATION = Number(process.env.BENCH_E2E_DURATION ?? 4);
@@ -36,7 +41,7 @@ const CONNECTIONS = Number(process.env.BENCH_E2E_CONNECTIONS ?? 32);
 const CONNECTIONS_1M = Number(process.env.BENCH_E2E_CONNECTIONS_1M ?? 4);
 const CACHE_MAX_AGE = Number(process.env.BENCH_E2E_CACHE_MAX_AGE ?? 5);
 
-type Case = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'a1m' | 'b1m' | 'd1m' | 'f1m';
+type Case = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'a1m' | 'b1m' | 'd1m' | 'f1m' | 'tb' | 'td';
 const ALL_CASES: readonly { id: Case; label: string }[] = [
   { id: 'a', label: '(a) 1 KiB file, no auth_request' },
   { id: 'b', label: '(b) protected, svc-auth, keepalive' },
@@ -48,12 +53,17 @@ const ALL_CASES: readonly { id: Case; label: string }[] = [
   { id: 'b1m', label: '(b) 1 MiB file, svc-auth, keepalive' },
   { id: 'd1m', label: '(d) 1 MiB file, do-nothing upstream' },
   { id: 'f1m', label: '(f) 1 MiB file, svc-auth + auth cache' },
+  { id: 'tb', label: '(tb) Traefik ForwardAuth to svc-auth' },
+  { id: 'td', label: '(td) Traefik ForwardAuth to a do-nothing upstream' },
 ];
+const TRAEFIK_CASES: readonly Case[] = ['tb', 'td'];
 // BENCH_E2E_CASES=a1m,b1m runs a subset while working on one figure (targets are then judged on what ran)
 const only = process.env.BENCH_E2E_CASES?.split(',');
 const CASES = only ? ALL_CASES.filter((c) => only.includes(c.id)) : ALL_CASES;
 
 const TOPIC = { kind: 'topic', value: 'origin.a.wis2.bench.data.core' } as const;
+/** The host deploy/traefik/dynamic.yaml's routers match. */
+const TRAEFIK_HOST = 'data.example.org';
 const DIR = '/data/2026-11-21/wis/origin/a/wis2/bench/data/core';
 
 const children: ChildProcess[] = [];
@@ -129,11 +139,14 @@ function parseLatency(s: string): number {
   return m[2] === 'us' ? n / 1000 : m[2] === 's' ? n * 1000 : n;
 }
 
-/** One wrk run, pinned to CPU 1; the token goes in through a Lua script reading the environment, never argv. */
-function wrk(url: string, script: string, token: string | undefined, seconds = DURATION): Result {
+/**
+ * One wrk run, pinned to CPU 1; the token goes in through a Lua script reading the environment, never argv. `host`
+ * sets the Host header (Traefik's routers match the example's host).
+ */
+function wrk(url: string, script: string, token: string | undefined, seconds = DURATION, host?: string): Result {
   const before = cpuTimes();
   const connections = url.includes('x1m') ? CONNECTIONS_1M : CONNECTIONS;
-  const [cmd, args] = pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, url]);
+  const [cmd, args] = pinned(1, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', ...(host ? ['-H', `Host: ${host}`] : []), '-s', script, url]);
   const r = spawnSync(cmd, args, { encoding: 'utf8', env: { ...process.env, BENCH_TOKEN: token ?? '' }, timeout: (seconds + 30) * 1000 });
   const after = cpuTimes();
   if (r.status !== 0) throw new Error(`wrk failed (exit ${r.status ?? r.signal}): ${r.stderr}`);
@@ -145,7 +158,7 @@ function wrk(url: string, script: string, token: string | undefined, seconds = D
   return { rps, p99ms: p99, cpu0: use(0), cpu1: use(1), non2xx };
 }
 
-function nginxConf(prefix: string, root: string, p: Record<Case | 'auth' | 'noop', number>, token: string): string {
+function nginxConf(prefix: string, root: string, p: Record<Case | 'auth' | 'noop' | 'ok200', number>, token: string): string {
   const protectedLoc = (authLoc: string) => `
         location /data/ {
             auth_request ${authLoc};
@@ -215,6 +228,8 @@ ${server(p.e, `
         }`)}
 ${server(p.f, cached)}
 ${server(p.f1m, cached)}
+${server(p.ok200, `
+        location / { return 200; }`)}
 }
 `;
 }
@@ -244,8 +259,8 @@ async function main(): Promise<void> {
   const script = join(base, 'auth.lua');
   writeFileSync(script, 'local t = os.getenv("BENCH_TOKEN")\nif t ~= nil and t ~= "" then wrk.headers["Authorization"] = "Bearer " .. t end\n');
 
-  const [a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, metrics] = (await freePorts(13)) as [number, number, number, number, number, number, number, number, number, number, number, number, number];
-  const ports = { a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop };
+  const [a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, metrics, tb, td, ok200] = (await freePorts(16)) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
+  const ports = { a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, tb, td, ok200 };
   start(0, process.execPath, ['--input-type=module', '-e', NOOP_SERVER, String(noop)]);
   start(0, process.execPath, [...deployedNodeFlags(), 'dist/authz/main.js', '--scopes-dir', scopes, '--listen', `127.0.0.1:${auth}`,
     '--metrics-listen', `127.0.0.1:${metrics}`, '--cache-max-age', String(CACHE_MAX_AGE), '--log-level', 'warn'], { ...process.env, NODE_OPTIONS: '' });
@@ -253,28 +268,50 @@ async function main(): Promise<void> {
   const check = spawnSync(nginx, ['-p', `${prefix}/`, '-c', join(prefix, 'nginx.conf'), '-t'], { encoding: 'utf8' });
   if (check.status !== 0) throw new Error(`nginx -t: ${check.stderr.split(token).join('<token>')}`);
   start(0, nginx, ['-p', `${prefix}/`, '-c', join(prefix, 'nginx.conf'), '-g', 'daemon off;']);
-  for (const port of [noop, auth, a, b, c, d, e, f, a1m, b1m, d1m, f1m]) await waitForPort(port, 30_000);
+  // (tb) and (td): deploy/traefik as the e2e suite runs it (addresses replaced only), the file coming from (a)'s
+  // server; (td) differs only in the ForwardAuth address, which points at the `return 200` server.
+  const withTraefik = CASES.some((cs) => TRAEFIK_CASES.includes(cs.id));
+  if (withTraefik) {
+    const traefik = await ensureTraefik();
+    for (const [name, listen, authPort] of [['tb', tb, auth], ['td', td, ok200]] as const) {
+      const dynamicFile = join(base, `traefik-${name}-dynamic.yaml`);
+      const staticFile = join(base, `traefik-${name}.yaml`);
+      const tp = { listen, auth: authPort, waf: a, oapi: a };
+      writeFileSync(dynamicFile, traefikDynamic(tp));
+      writeFileSync(staticFile, traefikStatic(tp, dynamicFile));
+      start(0, traefik, [`--configFile=${staticFile}`]);
+    }
+  }
+  for (const port of [noop, auth, a, b, c, d, e, f, a1m, b1m, d1m, f1m, ok200, ...(withTraefik ? [tb, td] : [])]) await waitForPort(port, 30_000);
   for (let i = 0; i < 300 && (await status(auth, '/readyz')) !== 200; i++) await sleep(100);
 
   const path = (big: boolean) => `${DIR}/${big ? 'x1m' : 'x1k'}.bufr4`;
   const bearer = { Authorization: `Bearer ${token}` };
+  const hostOf = (id: Case) => (TRAEFIK_CASES.includes(id) ? TRAEFIK_HOST : undefined);
+  // Traefik listens before its file provider has loaded the routers (404 until then)
+  if (withTraefik) {
+    for (const port of [tb, td]) {
+      for (let i = 0; i < 300 && (await status(port, path(false), { ...bearer, Host: TRAEFIK_HOST })) === 404; i++) await sleep(100);
+    }
+  }
   // every case must answer as intended before it is measured: 200 with the token, and 401 without it
   // where something checks it ((a) is open, (d)'s upstream allows everything)
   for (const cs of CASES) {
     const port = ports[cs.id];
     const big = cs.id.endsWith('1m');
-    const ok = await status(port, path(big), bearer);
-    const without = await status(port, path(big));
-    const want = cs.id.startsWith('a') || cs.id.startsWith('d') ? 200 : 401;
+    const host = hostOf(cs.id);
+    const ok = await status(port, path(big), host ? { ...bearer, Host: host } : bearer);
+    const without = await status(port, path(big), host ? { Host: host } : {});
+    const want = cs.id.startsWith('a') || cs.id.startsWith('d') || cs.id === 'td' ? 200 : 401;
     if (ok !== 200 || without !== want) throw new Error(`case ${cs.label}: ${ok} with the token, ${without} without (want 200, ${want})`);
   }
 
   console.log(`bench:e2e — nginx 1 worker + svc-auth on CPU 0, wrk (1 thread, ${CONNECTIONS} connections, ${CONNECTIONS_1M} for 1 MiB) on CPU 1${hasTaskset ? '' : ' (taskset missing: not pinned)'}; ${ROUNDS} interleaved rounds of ${DURATION}s per case`);
   const results = new Map<Case, Result[]>(CASES.map((cs) => [cs.id, []]));
-  for (const cs of CASES) wrk(`http://127.0.0.1:${ports[cs.id]}${path(cs.id.endsWith('1m'))}`, script, token, 1); // warm-up
+  for (const cs of CASES) wrk(`http://127.0.0.1:${ports[cs.id]}${path(cs.id.endsWith('1m'))}`, script, token, 1, hostOf(cs.id)); // warm-up
   for (let round = 0; round < ROUNDS; round++) {
     for (const cs of CASES) {
-      const r = wrk(`http://127.0.0.1:${ports[cs.id]}${path(cs.id.endsWith('1m'))}`, script, cs.id === 'a' || cs.id === 'a1m' ? undefined : token);
+      const r = wrk(`http://127.0.0.1:${ports[cs.id]}${path(cs.id.endsWith('1m'))}`, script, cs.id === 'a' || cs.id === 'a1m' ? undefined : token, DURATION, hostOf(cs.id));
       if (r.non2xx > 0) throw new Error(`${cs.label}: ${r.non2xx} non-2xx answers under load`);
       results.get(cs.id)!.push(r);
     }
@@ -288,12 +325,13 @@ async function main(): Promise<void> {
   const ratio = (x: Case, y: Case) => !ran(x, y) ? NaN : median(results.get(x)!.map((r, i) => r.rps / results.get(y)![i]!.rps));
   const p99ratio = (x: Case, y: Case) => !ran(x, y) ? NaN : median(results.get(x)!.map((r, i) => r.p99ms / results.get(y)![i]!.p99ms));
   const fx = (n: number, d = 2) => n.toFixed(d);
-  console.log('\n| case | req/s | p99 ms | CPU0 / CPU1 | ÷(a) req/s | ÷(d) req/s | ÷(e) req/s | p99 ÷(a) |');
+  // Traefik's rows are divided by (td), its own do-nothing ForwardAuth, in the ÷(d) column
+  console.log('\n| case | req/s | p99 ms | CPU0 / CPU1 | ÷(a) req/s | ÷(d) req/s (Traefik: ÷(td)) | ÷(e) req/s | p99 ÷(a) |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const cs of CASES) {
     const big = cs.id.endsWith('1m');
     const ref = big ? 'a1m' : 'a';
-    console.log(`| ${cs.label} | ${Math.round(med(cs.id, 'rps'))} | ${fx(med(cs.id, 'p99ms'))} | ${Math.round(med(cs.id, 'cpu0') * 100)}% / ${Math.round(med(cs.id, 'cpu1') * 100)}% | ${fx(ratio(cs.id, ref))} | ${fx(ratio(cs.id, big ? 'd1m' : 'd'))} | ${big ? '—' : fx(ratio(cs.id, 'e'))} | ${fx(p99ratio(cs.id, ref))} |`);
+    console.log(`| ${cs.label} | ${Math.round(med(cs.id, 'rps'))} | ${fx(med(cs.id, 'p99ms'))} | ${Math.round(med(cs.id, 'cpu0') * 100)}% / ${Math.round(med(cs.id, 'cpu1') * 100)}% | ${fx(ratio(cs.id, ref))} | ${fx(ratio(cs.id, cs.id.startsWith('t') ? 'td' : big ? 'd1m' : 'd'))} | ${big ? '—' : fx(ratio(cs.id, 'e'))} | ${fx(p99ratio(cs.id, ref))} |`);
   }
 
   // Revocation through (f) (its token is already in the cache when (f) ran): remove the token, then time until (f) first refuses it.
@@ -311,6 +349,7 @@ async function main(): Promise<void> {
   const bd = ratio('b', 'd');
   const fa = ratio('f', 'a');
   const ba1m = ratio('b1m', 'a1m');
+  const tbd = ratio('tb', 'td');
   const bound = CACHE_MAX_AGE * 1000 + 2000; // the cache bound, plus svc-auth's own reload of the directory
   console.log(`\nrevocation: svc-auth refuses the revoked token after ${seenB} ms (b); through the cache (f) after ${seenF} ms (configured bound ${CACHE_MAX_AGE} s via X-Accel-Expires)`);
   const targets: [string, boolean][] = [
@@ -318,6 +357,7 @@ async function main(): Promise<void> {
     [`(f)/(a) = ${fx(fa)} ≥ 0.6`, fa >= 0.6],
     [`revocation through (f) seen within the bound: ${seenF} ms ≤ ${bound} ms`, seenF >= 0 && seenF <= bound],
     [`1 MiB (b)/(a) = ${fx(ba1m)} ≥ 0.9`, ba1m >= 0.9],
+    [`Traefik (tb)/(td) = ${fx(tbd)} ≥ 0.8 (ForwardAuth to svc-auth ÷ to a do-nothing upstream)`, tbd >= 0.8],
   ];
   for (const [what, ok] of targets) console.log(`  ${ok ? 'met    ' : 'MISSED '} ${what}`);
   // What the 1 MiB target looks like against the limit of any subrequest, and with the auth cache users can enable.
