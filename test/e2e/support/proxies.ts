@@ -7,6 +7,7 @@ import { initialScopes, type TokenName } from './harness.js';
 import { startEnvoy } from './envoy.js';
 import { ensureNginx, Nginx, type NginxPlan } from './nginx.js';
 import { exampleNginxConf } from './nginx-example.js';
+import { gatewayFabricServer } from './gateway-fabric.js';
 import { delay, freePorts, rawRequest } from './net.js';
 import type { Proc } from './process.js';
 import { Pygeoapi } from './pygeoapi.js';
@@ -14,7 +15,7 @@ import { writeScopeAtomically } from './scopes.js';
 import { SvcAuth } from './svc-auth.js';
 import { startTraefik } from './traefik.js';
 
-export type ProxyName = 'nginx' | 'traefik' | 'envoy';
+export type ProxyName = 'nginx' | 'traefik' | 'envoy' | 'gateway-fabric';
 
 /** The Host every request of the proxy suites carries: the examples route on it. */
 export const HOST = 'data.example.org';
@@ -33,8 +34,8 @@ export class ProxyHarness {
   readonly ports: Record<ProxyName | 'waf' | 'auth' | 'metrics' | 'oapi', number>;
 
   private constructor(readonly base: string, readonly scopesDir: string, readonly waf: WafTree, ports: number[]) {
-    const [nginx, traefik, envoy, waf2, auth, metrics, oapi] = ports as [number, number, number, number, number, number, number];
-    this.ports = { nginx, traefik, envoy, waf: waf2, auth, metrics, oapi };
+    const [nginx, traefik, envoy, waf2, auth, metrics, oapi, fabric] = ports as [number, number, number, number, number, number, number, number];
+    this.ports = { nginx, traefik, envoy, 'gateway-fabric': fabric, waf: waf2, auth, metrics, oapi };
   }
 
   static async start(plan: NginxPlan, tokens: Readonly<Record<TokenName, string>>): Promise<ProxyHarness> {
@@ -45,7 +46,7 @@ export class ProxyHarness {
     const stagingDir = join(base, 'staging');
     const prefix = join(base, 'nginx');
     for (const d of [scopesDir, stagingDir, join(prefix, 'logs'), join(prefix, 'temp')]) mkdirSync(d, { recursive: true });
-    const h = new ProxyHarness(base, scopesDir, buildWafTree(join(base, 'waf')), await freePorts(7));
+    const h = new ProxyHarness(base, scopesDir, buildWafTree(join(base, 'waf')), await freePorts(8));
     const p = h.ports;
     try {
       for (const [scope, records] of initialScopes(tokens)) writeScopeAtomically(scopesDir, stagingDir, scope, records);
@@ -53,12 +54,14 @@ export class ProxyHarness {
       h.pygeoapi = await Pygeoapi.start(join(base, 'pygeoapi'), p.oapi, randomBytes(4).toString('hex'));
       h.svcAuth = new SvcAuth({ scopesDir, port: p.auth, metricsPort: p.metrics, secrets: Object.values(tokens) });
       await h.svcAuth.start();
-      h.nginx = await Nginx.start(nginxBinary, prefix, exampleNginxConf(prefix, { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, h.waf.root), [p.nginx, p.waf]);
+      // One nginx process: deploy/nginx's example, the plain WAF backend, and NGINX Gateway Fabric's rendering of the ExternalAuth route.
+      const fabric = gatewayFabricServer({ listen: p['gateway-fabric'], services: { 'svc-auth': p.auth, waf: p.waf, oapi: p.oapi } });
+      h.nginx = await Nginx.start(nginxBinary, prefix, exampleNginxConf(prefix, { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, h.waf.root, fabric), [p.nginx, p.waf, p['gateway-fabric']]);
       const backends = { auth: p.auth, waf: p.waf, oapi: p.oapi };
       h.traefik = await startTraefik(base, { ...backends, listen: p.traefik });
       h.envoy = await startEnvoy(base, { ...backends, listen: p.envoy });
       // Traefik loads its file provider after it listens: wait until each proxy routes an open request.
-      for (const proxy of ['nginx', 'traefik', 'envoy'] as const) await h.waitRouting(proxy);
+      for (const proxy of ['nginx', 'traefik', 'envoy', 'gateway-fabric'] as const) await h.waitRouting(proxy);
     } catch (e) {
       await h.stop();
       throw e;
