@@ -49,6 +49,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
     },
     serviceMonitor: { enabled: true, interval: '15s', scrapeTimeout: '5s', labels: { release: 'prometheus' } },
   },
+  'moving off ingress-nginx': { networkPolicy: { proxyNamespaces: ['ingress-nginx', 'traefik'] } },
   minimal: {
     crds: { enabled: false },
     auth: { replicas: 1, pdb: { enabled: false }, topologySpread: { enabled: false } },
@@ -72,6 +73,7 @@ const REJECTED: [string, Record<string, unknown> | undefined, string[] | undefin
   ['an unknown log level', { auth: { logLevel: 'verbose' } }, undefined, /logLevel/],
   ['an out-of-range port', { auth: { port: 70000 } }, undefined, /port/],
   ['an empty ingress namespace selector', { networkPolicy: { ingressNamespaceSelector: null } }, undefined, /ingressNamespaceSelector/],
+  ['a proxy namespace that is no namespace name', { networkPolicy: { proxyNamespaces: ['Traefik_NS'] } }, undefined, /proxyNamespaces/],
   ['an unknown pull policy', { image: { pullPolicy: 'Sometimes' } }, undefined, /pullPolicy/],
 ];
 
@@ -314,7 +316,7 @@ describeCluster('Helm chart charts/svc', () => {
   });
 
   describe('NetworkPolicy', () => {
-    type Peer = { namespaceSelector?: { matchLabels?: Record<string, string> }; podSelector?: { matchLabels?: Record<string, string> }; ipBlock?: unknown };
+    type Peer = { namespaceSelector?: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values: string[] }[] }; podSelector?: { matchLabels?: Record<string, string> }; ipBlock?: unknown };
     type Policy = Manifest & { spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress?: { from?: Peer[]; ports?: { port: string | number }[] }[] } };
     const policy = (set: string, name: string) => ofKind(all(set), 'NetworkPolicy', name)[0] as Policy;
 
@@ -350,13 +352,20 @@ describeCluster('Helm chart charts/svc', () => {
       expect(policy('everything on', 'svc-management').spec.ingress).toEqual([]);
     });
 
+    it('names the proxies\' namespaces in one value while moving off ingress-nginx (proxyNamespaces replaces the selector)', () => {
+      expect(policy('moving off ingress-nginx', 'svc-auth').spec.ingress).toEqual([
+        { from: [{ namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['ingress-nginx', 'traefik'] }] } }], ports: [{ port: 'http', protocol: 'TCP' }] },
+      ]);
+    });
+
     it.each(sets)('has no peer without a namespace selector, and no ipBlock (%s)', (name) => {
       for (const p of ofKind(all(name), 'NetworkPolicy') as Policy[]) {
         for (const rule of p.spec.ingress ?? []) {
           expect(rule.from?.length).toBeGreaterThan(0);
           for (const peer of rule.from ?? []) {
             expect(peer.ipBlock).toBeUndefined();
-            expect(Object.keys(peer.namespaceSelector?.matchLabels ?? {}).length).toBeGreaterThan(0);
+            const selector = peer.namespaceSelector ?? {};
+            expect(Object.keys(selector.matchLabels ?? {}).length + (selector.matchExpressions ?? []).reduce((n, e) => n + e.values.length, 0)).toBeGreaterThan(0);
           }
         }
       }
