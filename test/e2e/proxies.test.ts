@@ -32,6 +32,7 @@ const PROXIES: readonly [string, ProxyName][] = [
   ['Traefik ForwardAuth (deploy/traefik)', 'traefik'],
   ['Envoy ext_authz (deploy/gateway-api/envoy.yaml)', 'envoy'],
   ['NGINX Gateway Fabric ExternalAuth (deploy/gateway-api/httproute-externalauth.yaml, as Fabric renders it)', 'gateway-fabric'],
+  ['Envoy Gateway SecurityPolicy (deploy/gateway-api/envoy-gateway-securitypolicy.yaml, Envoy Gateway v1.9 standalone)', 'envoy-gateway'],
 ];
 
 type Via = 'bearer' | 'query';

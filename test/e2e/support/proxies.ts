@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { buildWafTree, type WafTree } from './fixtures.js';
 import { initialScopes, type TokenName } from './harness.js';
 import { startEnvoy } from './envoy.js';
+import { startEnvoyGateway, type RunningEnvoyGateway } from './envoy-gateway.js';
 import { ensureNginx, Nginx, type NginxPlan } from './nginx.js';
 import { exampleNginxConf } from './nginx-example.js';
 import { gatewayFabricServer } from './gateway-fabric.js';
@@ -15,7 +16,11 @@ import { writeScopeAtomically } from './scopes.js';
 import { SvcAuth } from './svc-auth.js';
 import { startTraefik } from './traefik.js';
 
-export type ProxyName = 'nginx' | 'traefik' | 'envoy' | 'gateway-fabric';
+/** Every proxy (or controller) the suite routes through, each from its example in deploy/. */
+export const PROXY_NAMES = ['nginx', 'traefik', 'envoy', 'gateway-fabric', 'envoy-gateway'] as const;
+export type ProxyName = (typeof PROXY_NAMES)[number];
+const PORT_NAMES = [...PROXY_NAMES, 'waf', 'auth', 'metrics', 'oapi'] as const;
+type PortName = (typeof PORT_NAMES)[number];
 
 /** The Host every request of the proxy suites carries: the examples route on it. */
 export const HOST = 'data.example.org';
@@ -31,11 +36,11 @@ export class ProxyHarness {
   envoy: Proc | undefined;
   pygeoapi: Pygeoapi | undefined;
   svcAuth: SvcAuth | undefined;
-  readonly ports: Record<ProxyName | 'waf' | 'auth' | 'metrics' | 'oapi', number>;
+  envoyGateway: RunningEnvoyGateway | undefined;
+  readonly ports: Readonly<Record<PortName, number>>;
 
   private constructor(readonly base: string, readonly scopesDir: string, readonly waf: WafTree, ports: number[]) {
-    const [nginx, traefik, envoy, waf2, auth, metrics, oapi, fabric] = ports as [number, number, number, number, number, number, number, number];
-    this.ports = { nginx, traefik, envoy, 'gateway-fabric': fabric, waf: waf2, auth, metrics, oapi };
+    this.ports = Object.fromEntries(PORT_NAMES.map((name, i) => [name, ports[i]!])) as Record<PortName, number>;
   }
 
   static async start(plan: NginxPlan, tokens: Readonly<Record<TokenName, string>>): Promise<ProxyHarness> {
@@ -46,7 +51,7 @@ export class ProxyHarness {
     const stagingDir = join(base, 'staging');
     const prefix = join(base, 'nginx');
     for (const d of [scopesDir, stagingDir, join(prefix, 'logs'), join(prefix, 'temp')]) mkdirSync(d, { recursive: true });
-    const h = new ProxyHarness(base, scopesDir, buildWafTree(join(base, 'waf')), await freePorts(8));
+    const h = new ProxyHarness(base, scopesDir, buildWafTree(join(base, 'waf')), await freePorts(PORT_NAMES.length));
     const p = h.ports;
     try {
       for (const [scope, records] of initialScopes(tokens)) writeScopeAtomically(scopesDir, stagingDir, scope, records);
@@ -60,8 +65,9 @@ export class ProxyHarness {
       const backends = { auth: p.auth, waf: p.waf, oapi: p.oapi };
       h.traefik = await startTraefik(base, { ...backends, listen: p.traefik });
       h.envoy = await startEnvoy(base, { ...backends, listen: p.envoy });
+      h.envoyGateway = await startEnvoyGateway(join(base, 'envoy-gateway'), { ...backends, listen: p['envoy-gateway'] });
       // Traefik loads its file provider after it listens: wait until each proxy routes an open request.
-      for (const proxy of ['nginx', 'traefik', 'envoy', 'gateway-fabric'] as const) await h.waitRouting(proxy);
+      for (const proxy of PROXY_NAMES) await h.waitRouting(proxy);
     } catch (e) {
       await h.stop();
       throw e;
@@ -81,6 +87,7 @@ export class ProxyHarness {
   }
 
   async stop(): Promise<void> {
+    await this.envoyGateway?.stop();
     await this.envoy?.stop();
     await this.traefik?.stop();
     await this.nginx?.stop();
