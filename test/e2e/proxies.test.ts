@@ -33,6 +33,8 @@ const PROXIES: readonly [string, ProxyName][] = [
   ['Envoy ext_authz (deploy/gateway-api/envoy.yaml)', 'envoy'],
   ['NGINX Gateway Fabric ExternalAuth (deploy/gateway-api/httproute-externalauth.yaml, as Fabric renders it)', 'gateway-fabric'],
   ['Envoy Gateway SecurityPolicy (deploy/gateway-api/envoy-gateway-securitypolicy.yaml, Envoy Gateway v1.9 standalone)', 'envoy-gateway'],
+  ['Traefik\'s ingress-nginx provider reading deploy/ingress-nginx/ingress.yaml from the kube-apiserver (auth-url → /authz/forward-auth)', 'traefik-ingress-nginx'],
+  ['Traefik\'s CRD provider reading deploy/traefik/middleware.yaml from the kube-apiserver', 'traefik-crd'],
 ];
 
 type Via = 'bearer' | 'query';
@@ -147,7 +149,7 @@ const FAIL_CLOSED: readonly FailClosed[] = [
   { kind: 'method', name: 'stations POST with every method header of every family saying GET', ...stationsPost([['X-Original-Method', 'GET'], ['X-Forwarded-Method', 'GET'], ['X-Api-Http-Method', 'GET'], ['Method', 'GET'], ['X-HTTP-Method-Override', 'GET']]), write: true },
 ];
 
-suite('the real data path: pygeoapi and the WAF behind svc-auth, through nginx, Traefik and Envoy', () => {
+suite('the real data path: pygeoapi and the WAF behind svc-auth, through every proxy and controller of deploy/', () => {
   beforeAll(async () => {
     h = await ProxyHarness.start(plan, tokens);
   }, 1_500_000);
@@ -307,6 +309,43 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through nginx, 
         if (f.content) expect(res.body.includes(f.content())).toBe(false);
         if (f.write) expect(h.pygeoapi!.stationsData() === before).toBe(true);
       });
+    });
+  });
+
+  describe('Traefik\'s ingress-nginx provider with auth-url left at /authz/auth-request (moved without changing it)', () => {
+    // Traefik sends its X-Forwarded-* family and copies every client header: the nginx endpoint must refuse
+    // it all, whatever X-Original-* a client adds (it cannot tell Traefik's request from a client's own headers).
+    const viaUnchanged = (req: Req, token?: { name: TokenName; via: Via }): Promise<RawResponse> => {
+      const headers = [...(req.headers ?? [])];
+      if (token) headers.push(['Authorization', `Bearer ${tokens[token.name]}`]);
+      return rawRequest(h.ports['traefik-ingress-nginx-unchanged'], { method: req.method ?? 'GET', target: req.target, headers, body: req.body, host: HOST });
+    };
+    const injections: readonly [string, (readonly [string, string])[]][] = [
+      ['nothing', []],
+      ['X-Original-URL + X-Original-Method naming an open file', [['X-Original-URL', `https://${HOST}${WAF.openTopicFile}`], ['X-Original-Method', 'GET']]],
+      ['X-Original-URI naming an open file', [['X-Original-URI', WAF.openTopicFile]]],
+      ['Path + Method naming an open file', [['Path', WAF.openTopicFile], ['Method', 'GET']]],
+      ['X-Original-URI naming the file itself (no token)', [['X-Original-URI', WAF.topicFile], ['X-Original-Method', 'GET']]],
+    ];
+
+    it.each(injections)('the closed file with %s: refused, never the file', async (_n, headers) => {
+      const res = await viaUnchanged({ target: WAF.topicFile, headers });
+      expect([401, 403]).toContain(res.status);
+      expect(res.body.includes(h.waf.markers.topicFile)).toBe(false);
+    });
+
+    it('a stations write with a client X-Original-Method: GET is refused and changes nothing', async () => {
+      const before = h.pygeoapi!.stationsData();
+      const res = await viaUnchanged(stationsPost([['X-Original-URI', col('stations')], ['X-Original-Method', 'GET']]));
+      expect([400, 401, 403]).toContain(res.status);
+      expect(h.pygeoapi!.stationsData() === before).toBe(true);
+    });
+
+    it('svc-auth says what it is: a ForwardAuth proxy pointed at the nginx endpoint (metric)', async () => {
+      await viaUnchanged({ target: WAF.topicFile });
+      const metrics = await rawRequest(h.ports.metrics, { target: '/metrics' });
+      const line = /^svc_auth_misdirected_requests_total\{endpoint="auth-request",likely_proxy="forward-auth"\} (\d+)$/m.exec(metrics.body);
+      expect(Number(line?.[1] ?? 0)).toBeGreaterThan(0);
     });
   });
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildWafTree, type WafTree } from './fixtures.js';
 import { initialScopes, type TokenName } from './harness.js';
+import { startControlPlane, type ControlPlane } from '../../controlplane/controlplane.js';
 import { startEnvoy } from './envoy.js';
 import { startEnvoyGateway, type RunningEnvoyGateway } from './envoy-gateway.js';
 import { ensureNginx, Nginx, type NginxPlan } from './nginx.js';
@@ -15,11 +16,14 @@ import { Pygeoapi } from './pygeoapi.js';
 import { writeScopeAtomically } from './scopes.js';
 import { SvcAuth } from './svc-auth.js';
 import { startTraefik } from './traefik.js';
+import { startTraefikCrd, startTraefikIngressNginx, type TraefikKube } from './traefik-kube.js';
 
 /** Every proxy (or controller) the suite routes through, each from its example in deploy/. */
-export const PROXY_NAMES = ['nginx', 'traefik', 'envoy', 'gateway-fabric', 'envoy-gateway'] as const;
+export const PROXY_NAMES = ['nginx', 'traefik', 'envoy', 'gateway-fabric', 'envoy-gateway', 'traefik-ingress-nginx', 'traefik-crd'] as const;
 export type ProxyName = (typeof PROXY_NAMES)[number];
-const PORT_NAMES = [...PROXY_NAMES, 'waf', 'auth', 'metrics', 'oapi'] as const;
+/** Traefik's ingress-nginx provider with auth-url left at /authz/auth-request: must refuse everything. */
+const UNCHANGED = 'traefik-ingress-nginx-unchanged';
+const PORT_NAMES = [...PROXY_NAMES, UNCHANGED, 'waf', 'auth', 'metrics', 'oapi'] as const;
 type PortName = (typeof PORT_NAMES)[number];
 
 /** The Host every request of the proxy suites carries: the examples route on it. */
@@ -37,6 +41,11 @@ export class ProxyHarness {
   pygeoapi: Pygeoapi | undefined;
   svcAuth: SvcAuth | undefined;
   envoyGateway: RunningEnvoyGateway | undefined;
+  /** The kube-apiserver Traefik's Kubernetes providers read the examples' objects from. */
+  controlPlane: ControlPlane | undefined;
+  traefikIngressNginx: TraefikKube | undefined;
+  traefikCrd: TraefikKube | undefined;
+  traefikUnchanged: TraefikKube | undefined;
   readonly ports: Readonly<Record<PortName, number>>;
 
   private constructor(readonly base: string, readonly scopesDir: string, readonly waf: WafTree, ports: number[]) {
@@ -66,6 +75,11 @@ export class ProxyHarness {
       h.traefik = await startTraefik(base, { ...backends, listen: p.traefik });
       h.envoy = await startEnvoy(base, { ...backends, listen: p.envoy });
       h.envoyGateway = await startEnvoyGateway(join(base, 'envoy-gateway'), { ...backends, listen: p['envoy-gateway'] });
+      // Traefik's Kubernetes providers read deploy/'s Ingress and Middleware/IngressRoute from a real kube-apiserver.
+      h.controlPlane = await startControlPlane({ dir: join(base, 'controlplane'), log: () => undefined });
+      h.traefikIngressNginx = await startTraefikIngressNginx(join(base, 'traefik-ingress-nginx'), h.controlPlane, { ...backends, listen: p['traefik-ingress-nginx'] });
+      h.traefikCrd = await startTraefikCrd(join(base, 'traefik-crd'), h.controlPlane, { ...backends, listen: p['traefik-crd'] });
+      h.traefikUnchanged = await startTraefikIngressNginx(join(base, UNCHANGED), h.controlPlane, { ...backends, listen: p[UNCHANGED] }, { namespace: 'svc-traefik-unchanged', keepAuthRequestPath: true, probePath: '/oapi/collections' });
       // Traefik loads its file provider after it listens: wait until each proxy routes an open request.
       for (const proxy of PROXY_NAMES) await h.waitRouting(proxy);
     } catch (e) {
@@ -87,6 +101,10 @@ export class ProxyHarness {
   }
 
   async stop(): Promise<void> {
+    await this.traefikUnchanged?.stop();
+    await this.traefikCrd?.stop();
+    await this.traefikIngressNginx?.stop();
+    await this.controlPlane?.stop();
     await this.envoyGateway?.stop();
     await this.envoy?.stop();
     await this.traefik?.stop();
