@@ -1,5 +1,5 @@
 import { dump } from 'js-yaml';
-import { SCOPE_FIELD, scopeOf, tokensOf, type ProtectedScope, type ProtectedScopeSpec } from '../core/index.js';
+import { orderedSpec, type ProtectedScope, type ProtectedScopeSpec } from '../core/index.js';
 
 /** `-o` values. `table` is show's default; every other command defaults to `text`. */
 export type Format = 'text' | 'json' | 'yaml' | 'table';
@@ -51,20 +51,9 @@ export function manifestOf(object: ProtectedScope): ProtectedScope {
   };
 }
 
-/**
- * The spec in a fixed key order (scope field, then tokens as id, hash, description, createdAt, expiresAt): the
- * API server hands objects back with sorted keys, a manifest should read the same from either backend.
- */
+/** The spec in core's one field order (orderedSpec): a manifest reads the same from either backend. */
 export function canonicalSpec(object: ProtectedScope): ProtectedScopeSpec {
-  const scope = scopeOf(object.spec);
-  const tokens = tokensOf(object).map((t) => ({
-    id: t.id,
-    hash: t.hash,
-    ...(t.description !== undefined ? { description: t.description } : {}),
-    createdAt: t.createdAt,
-    ...(t.expiresAt !== undefined ? { expiresAt: t.expiresAt } : {}),
-  }));
-  return { [SCOPE_FIELD[scope.kind]]: scope.value, tokens } as unknown as ProtectedScopeSpec;
+  return orderedSpec(object.spec);
 }
 
 function withoutLastApplied(annotations: Readonly<Record<string, string>>): Record<string, string> {

@@ -136,6 +136,48 @@ export const REQUIRED_SPEC_FIELDS = ['tokens'] as const;
 export const TOKEN_FIELDS = ['id', 'hash', 'description', 'createdAt', 'expiresAt'] as const;
 export const STATUS_FIELDS = ['observedGeneration', 'state', 'scope', 'kind', 'tokens', 'activeTokens', 'subjects', 'mergedWith', 'conditions'] as const;
 export const CONDITION_FIELDS = ['type', 'status', 'reason', 'message', 'observedGeneration', 'lastTransitionTime'] as const;
+
+/** Holds only when the two key sets are the same: a field added to a type but not to its list fails to compile. */
+type SameKeys<A extends PropertyKey, B extends PropertyKey> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
+const specFieldsAreTheSpec: SameKeys<(typeof SPEC_FIELDS)[number], keyof ProtectedScopeSpec> = true;
+const tokenFieldsAreTheRecord: SameKeys<(typeof TOKEN_FIELDS)[number], keyof TokenRecord> = true;
+const statusFieldsAreTheStatus: SameKeys<(typeof STATUS_FIELDS)[number], keyof ProtectedScopeStatus> = true;
+void [specFieldsAreTheSpec, tokenFieldsAreTheRecord, statusFieldsAreTheStatus];
+
+export type StatusField = (typeof STATUS_FIELDS)[number];
+
+/** `fields` of `from` in that order, leaving out the absent ones. */
+function inOrder<T extends object>(from: T, fields: readonly (keyof T)[]): T {
+  const out: Partial<T> = {};
+  for (const f of fields) if (from[f] !== undefined) out[f] = from[f];
+  return out as T;
+}
+
+/**
+ * The spec with its keys in SPEC_FIELDS order (token records in TOKEN_FIELDS order, subjects in SUBJECT_FIELDS
+ * order) and every field kept: the API server hands objects back with sorted keys, and a manifest written from
+ * either backend should read the same. `tokens` is always stated (REQUIRED_SPEC_FIELDS).
+ */
+export function orderedSpec(spec: ProtectedScopeSpec): ProtectedScopeSpec {
+  const out = inOrder(spec, SPEC_FIELDS) as Record<string, unknown>;
+  out.tokens = (spec.tokens ?? []).map((t) => inOrder(t, TOKEN_FIELDS));
+  if (spec.subjects !== undefined) out.subjects = spec.subjects.map((s) => inOrder(s, SUBJECT_FIELDS));
+  return inOrder(out as ProtectedScopeSpec, SPEC_FIELDS);
+}
+
+/**
+ * Every status field the CRD declares, absent ones as null: the JSON merge patch that turns any current status
+ * into `s` (a null removes the field). An empty list is absent.
+ */
+export function statusPatchOf(s: ProtectedScopeStatus): Record<StatusField, unknown> {
+  const out = {} as Record<StatusField, unknown>;
+  for (const f of STATUS_FIELDS) {
+    const v = s[f];
+    out[f] = v === undefined || (Array.isArray(v) && v.length === 0) ? null : v;
+  }
+  return out;
+}
+
 /** Kubernetes' ObjectMeta, as the API server accepts it on a custom resource. */
 export const OBJECT_META_FIELDS = [
   'name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp',

@@ -1,5 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { compileSnapshot, hashToken, tokenIdOf, type ProtectedScope, type TokenRecord } from '../core/index.js';
+import { STATUS_FIELDS } from '../core/index.js';
 import { Compiler, PLACEHOLDER_HASH, assess, computeDesired, statusEquals, statusPatch, type ScopeStatus } from './status.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
@@ -125,6 +126,21 @@ describe('statusEquals / statusPatch', () => {
     expect(statusEquals(base, { ...base, activeTokens: 1 })).toBe(false);
     expect(statusEquals(base, { ...base, observedGeneration: 2 })).toBe(false);
     expect(statusEquals(undefined, base)).toBe(false);
+  });
+
+  it('compares and patches every status field the CRD declares (status.subjects included)', () => {
+    const full: Required<ScopeStatus> = { ...base, subjects: 2, mergedWith: ['x'] } as Required<ScopeStatus>;
+    expect(Object.keys(statusPatch(full)).sort()).toEqual([...STATUS_FIELDS].sort());
+    for (const f of STATUS_FIELDS) expect(statusPatch(full)[f]).not.toBeNull();
+    expect(statusEquals(full, { ...full, subjects: 3 })).toBe(false);
+    expect(statusPatch({ ...base }).subjects).toBeNull();
+  });
+
+  it('writes the subjects count into the desired status of an object that grants subjects', () => {
+    const ps = { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: 'x', generation: 1 }, spec: { topicHierarchy: 'a.b', tokens: [], subjects: [{ kind: 'User', name: 'alice' }, { kind: 'Group', name: 'p' }] } } as const;
+    const desired = computeDesired([ps as unknown as Parameters<typeof computeDesired>[0][number]], NOW).desired.get('x')?.status;
+    expect(desired?.subjects).toBe(2);
+    expect(statusPatch(desired!).subjects).toBe(2);
   });
 
   it('nulls what the desired status does not have', () => {

@@ -14,6 +14,7 @@ import {
   scopeKey,
   scopeOf,
   tokensOf,
+  statusPatchOf,
   validateProtectedScope,
   type Condition,
   type FieldError,
@@ -412,19 +413,13 @@ function canonical(s: ScopeStatus | undefined): string {
 }
 
 function canonicalUncached(s: ScopeStatus): string {
+  // Every status field of the CRD (statusPatchOf), with what the API server may vary left out or ordered.
+  const fields = statusPatchOf(s);
   const conditions = [...(s.conditions ?? [])]
     .map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, observedGeneration: c.observedGeneration ?? null }))
     .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
-  return JSON.stringify({
-    observedGeneration: s.observedGeneration ?? null,
-    scope: s.scope ?? null,
-    kind: s.kind ?? null,
-    state: s.state ?? null,
-    tokens: s.tokens ?? null,
-    activeTokens: s.activeTokens ?? null,
-    conditions,
-    mergedWith: s.mergedWith && s.mergedWith.length > 0 ? [...s.mergedWith].sort() : null,
-  });
+  const mergedWith = s.mergedWith && s.mergedWith.length > 0 ? [...s.mergedWith].sort() : null;
+  return JSON.stringify({ ...fields, conditions, mergedWith });
 }
 
 /** True when the current status already says what the desired one says (lastTransitionTime aside). */
@@ -432,16 +427,7 @@ export function statusEquals(current: ScopeStatus | undefined, desired: ScopeSta
   return canonical(current) === canonical(desired);
 }
 
-/** The merge patch that turns any current status into the desired one (absent fields are nulled). */
+/** The merge patch that turns any current status into the desired one: every status field, absent ones nulled. */
 export function statusPatch(desired: ScopeStatus): Record<string, unknown> {
-  return {
-    observedGeneration: desired.observedGeneration ?? null,
-    scope: desired.scope ?? null,
-    kind: desired.kind ?? null,
-    state: desired.state ?? null,
-    tokens: desired.tokens ?? null,
-    activeTokens: desired.activeTokens ?? null,
-    conditions: desired.conditions ?? null,
-    mergedWith: desired.mergedWith && desired.mergedWith.length > 0 ? desired.mergedWith : null,
-  };
+  return statusPatchOf(desired);
 }
