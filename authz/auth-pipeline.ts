@@ -4,7 +4,7 @@
  * proxy's flavour, then count and log. Nothing here depends on which proxy asked.
  */
 import type { Logger } from 'pino';
-import { decide, scopeKey, type AccessConfig, type AccessIndex, type Decision, type Scope, type VerifiedJwt } from '../core/index.js';
+import { decide, scopeKey, type AccessConfig, type AccessIndex, type Decision, type Scope, type VerifiedJwt, type VerifyJwt } from '../core/index.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope, type AnswerSet } from './answers.js';
 import type { OidcVerifier } from './oidc.js';
 import { DecisionLog } from './decision-log.js';
@@ -70,9 +70,6 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
         sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.expiresAt, now);
         usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, now);
         return d.scope.kind;
-      case 'verify-jwt':
-        // Never an answer: the handler verifies and decides again. Reaching here is a bug: deny.
-        throw new Error('verify-jwt reached the answer');
       case 'no-token':
         sendAnswer(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
         return kindOf(d.governing);
@@ -133,7 +130,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
   /** Misdirected proxies warned about already (at most one line per endpoint and likely sender). */
   const warned = new Set<string>();
 
-  function decideReading(contract: Contract, req: HeadRequest, index: AccessIndex, now: number): { decision: Decision; reading?: Described } {
+  function decideReading(contract: Contract, req: HeadRequest, index: AccessIndex, now: number): { decision: Decision | VerifyJwt; reading?: Described } {
     // node:http keeps only the first MAX_HEADERS_COUNT header lines: a repeat past them would go unseen.
     if (req.rawHeaders.length >= 2 * MAX_HEADERS_COUNT) return { decision: { outcome: 'malformed', reason: 'too many header lines' } };
     const reading = contract.read(req, headers.read(req.rawHeaders));
@@ -173,11 +170,13 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
         sendAnswer(res, set.unavailable);
       } else {
         const now = Date.now();
-        ({ decision, reading } = decideReading(contract, req, index, now));
-        if (decision.outcome === 'verify-jwt' && reading !== undefined) {
-          void verifyThenAnswer(endpoint, set, res, reading, decision, started);
+        const first = decideReading(contract, req, index, now);
+        reading = first.reading;
+        if (first.decision.outcome === 'verify-jwt') {
+          void verifyThenAnswer(endpoint, set, res, reading!, first.decision, started);
           return true;
         }
+        decision = first.decision;
         outcome = outcomeOf(decision);
         kind = answer(res, set, decision, now);
       }
@@ -211,7 +210,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
    * again with the result against the index in service *after* verification, so a subject removed meanwhile
    * does not grant. No keys yet for the issuer: unavailable, never a grant; opaque tokens are unaffected.
    */
-  async function verifyThenAnswer(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, o: Described, pending: Decision & { outcome: 'verify-jwt' }, started: number): Promise<void> {
+  async function verifyThenAnswer(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, o: Described, pending: VerifyJwt, started: number): Promise<void> {
     let outcome: AnswerOutcome;
     let kind: ScopeKindLabel = 'none';
     let decision: Decision | null = null;
@@ -243,7 +242,5 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
 /** The metric and log outcome of a decision: an identity's grant is a grant. */
 function outcomeOf(d: Decision): AnswerOutcome {
   if (d.outcome === 'granted-identity') return 'granted';
-  // verify-jwt is never answered (the handler verifies first): count it as the error it would be.
-  if (d.outcome === 'verify-jwt') return 'error';
   return d.outcome;
 }

@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
 import { buildIndex, type AccessIndex } from './access-index.js';
-import { decide, decideForScopeAs, DEFAULT_CONFIG, type AccessConfig, type Decision, type VerifiedJwt } from './decide.js';
+import { decide, decideForScopeAs, DEFAULT_CONFIG, type AccessConfig, type Decision, type VerifyJwt, type VerifiedJwt } from './decide.js';
 import { unverifiedIssuer } from './jwt-shape.js';
 import { newProtectedScope, type ProtectedScope } from './protected-scope.js';
 import type { Scope } from './scope.js';
@@ -41,7 +41,7 @@ const user = (name: string): Subject => ({ kind: 'User', name });
 const group = (name: string): Subject => ({ kind: 'Group', name });
 const file = (levels: string) => `/data/2026-11-21/wis/${levels.split('.').join('/')}/x.bufr4`;
 const as = (identity: Partial<Identity> & { user: string }, expiresAt = LATER): VerifiedJwt => ({ ok: true, identity: { issuer: ISSUER, groups: [], ...identity }, source: 'bearer', expiresAt });
-const ask = (index: AccessIndex, target: string, verified?: VerifiedJwt, authorization?: string): Decision =>
+const ask = (index: AccessIndex, target: string, verified?: VerifiedJwt, authorization?: string): Decision | VerifyJwt =>
   decide(index, CONFIG, { method: 'GET', target, authorization, ...(verified ? { verified } : {}) }, NOW);
 
 describe('identities in the decision', () => {

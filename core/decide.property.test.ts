@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { buildIndex, type AccessIndex } from './access-index.js';
 import { extractCredential } from './credentials.js';
-import { decide, DEFAULT_CONFIG, type Decision } from './decide.js';
+import { decide, DEFAULT_CONFIG, type Decision, type VerifyJwt } from './decide.js';
 import { normalizeTarget } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, scopeLevels, type Scope } from './scope.js';
@@ -223,7 +223,7 @@ const requestArb: fc.Arbitrary<ReqDesc> = fc.record({ method: methodArb, path: p
 const requestsArb = fc.array(requestArb, { minLength: 1, maxLength: 12 });
 
 const run = (index: AccessIndex, r: Req) => decide(index, DEFAULT_CONFIG, r, NOW);
-const allowed = (d: Decision) => d.outcome === 'open' || d.outcome === 'granted';
+const allowed = (d: Decision | VerifyJwt) => d.outcome === 'open' || d.outcome === 'granted';
 const closedScopes = (grants: readonly Grant[]) => grants.map((g) => g.scope);
 
 describe('decide agrees with a reference model of ACCESS-RULES.md', () => {

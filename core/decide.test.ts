@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { buildIndex, EMPTY_INDEX, type AccessIndex } from './access-index.js';
-import { decide, decideForScope, DEFAULT_CONFIG, parsePrefix, type AccessConfig, type Decision } from './decide.js';
+import { decide, decideForScope, DEFAULT_CONFIG, parsePrefix, type AccessConfig, type Decision, type VerifyJwt } from './decide.js';
 import { stripOrigin } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, type Scope } from './scope.js';
@@ -41,9 +41,9 @@ function indexOf(grants: readonly Grant[]): AccessIndex {
 }
 const bearer = (t: string) => `Bearer ${t}`;
 const basicAuth = (pw: string, user = 'anyone') => `Basic ${Buffer.from(`${user}:${pw}`).toString('base64')}`;
-const ask = (index: AccessIndex, method: string, target: string, authorization?: string, config: AccessConfig = DEFAULT_CONFIG): Decision =>
+const ask = (index: AccessIndex, method: string, target: string, authorization?: string, config: AccessConfig = DEFAULT_CONFIG): Decision | VerifyJwt =>
   decide(index, config, { method, target, authorization }, NOW);
-const outcome = (d: Decision) => d.outcome;
+const outcome = (d: Decision | VerifyJwt) => d.outcome;
 /** The normalized path of a plain target (no escapes, dots or doubled slashes), as decisions carry it. */
 const pathOf = (target: string) => `/${target.split('?')[0]!.split('/').filter((s) => s.length > 0).join('/')}`;
 const governing = (d: Decision) => ('governing' in d ? d.governing.map(scopeKey).sort() : []);
@@ -467,6 +467,7 @@ describe('answers', () => {
       area: 'waf',
       path: pathOf(OBS_FILE),
       governing: [OBS],
+      closedByDefault: false,
       scope: OBS,
       scopeKey: scopeKey(OBS),
       tokenId: idOf(T.obs),
@@ -475,12 +476,12 @@ describe('answers', () => {
     });
   });
   it('governed, no token', () => {
-    expect(ask(world, 'GET', OBS_FILE)).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS] });
-    expect(ask(world, 'GET', `${OBS_FILE}?token=`)).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(`${OBS_FILE}?token=`), governing: [OBS] });
-    expect(ask(world, 'GET', OBS_FILE, 'Negotiate abc')).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS] });
+    expect(ask(world, 'GET', OBS_FILE)).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], closedByDefault: false });
+    expect(ask(world, 'GET', `${OBS_FILE}?token=`)).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(`${OBS_FILE}?token=`), governing: [OBS], closedByDefault: false });
+    expect(ask(world, 'GET', OBS_FILE, 'Negotiate abc')).toEqual({ outcome: 'no-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], closedByDefault: false });
   });
   it('governed, unknown token', () => {
-    expect(ask(world, 'GET', OBS_FILE, bearer(T.unknown))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], why: 'unknown' });
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.unknown))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], closedByDefault: false, why: 'unknown' });
     expect(ask(world, 'GET', OBS_FILE, bearer('a-plain-unknown-token'))).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
   });
   it('governed, expired token', () => {
@@ -489,7 +490,7 @@ describe('answers', () => {
       { scope: OBS, token: t, expiresAt: PAST },
       { scope: OBS, token: T.obs },
     ]);
-    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], why: 'expired', tokenId: idOf(t) });
+    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], closedByDefault: false, why: 'expired', tokenId: idOf(t) });
     expect(outcome(ask(index, 'GET', OBS_FILE, bearer(T.obs)))).toBe('granted');
   });
   it('a token with an expiry still ahead grants', () => {
@@ -505,7 +506,7 @@ describe('answers', () => {
   });
   it('governed, badly-checksummed token (one character changed)', () => {
     const typo = T.obs.slice(0, 10) + (T.obs[10] === 'A' ? 'B' : 'A') + T.obs.slice(11);
-    expect(ask(world, 'GET', OBS_FILE, bearer(typo))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], why: 'malformed' });
+    expect(ask(world, 'GET', OBS_FILE, bearer(typo))).toEqual({ outcome: 'invalid-token', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], closedByDefault: false, why: 'malformed' });
   });
   it.each([
     ['non-ASCII', 'Bearer tökenvalue'],
@@ -517,8 +518,14 @@ describe('answers', () => {
   it('governed, malformed query token', () => {
     expect(ask(world, 'GET', `${OBS_FILE}?token=%zz`, bearer(T.obs))).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
   });
+  it('closed by default is part of the decision: a process no scope covers, and not once a scope covers it', () => {
+    const exec = '/oapi/processes/uncovered-process/execution';
+    expect(ask(world, 'POST', exec)).toMatchObject({ outcome: 'no-token', closedByDefault: true });
+    expect(ask(world, 'POST', exec, bearer(T.obs))).toMatchObject({ outcome: 'insufficient-scope', closedByDefault: true });
+    expect(ask(world, 'GET', OBS_FILE)).toMatchObject({ outcome: 'no-token', closedByDefault: false });
+  });
   it('governed, valid token of another scope', () => {
-    expect(ask(world, 'GET', OBS_FILE, bearer(T.other))).toEqual({ outcome: 'insufficient-scope', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], tokenId: idOf(T.other) });
+    expect(ask(world, 'GET', OBS_FILE, bearer(T.other))).toEqual({ outcome: 'insufficient-scope', area: 'waf', path: pathOf(OBS_FILE), governing: [OBS], closedByDefault: false, tokenId: idOf(T.other) });
   });
   it('a token valid elsewhere only while unexpired: expired elsewhere is unknown here', () => {
     const t = tok('expired-elsewhere');
@@ -681,7 +688,7 @@ describe('decisions carry the normalized path', () => {
   it('normalized once, for every outcome but malformed', () => {
     const target = '/data/./2026-11-21//wis/x/../urn%3Awmo%3Amd%3Amw-met%3Aobs/x.bufr4?page=2';
     const expected = pathOf(OBS_FILE);
-    expect(ask(world, 'GET', target)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS], path: expected });
+    expect(ask(world, 'GET', target)).toEqual({ outcome: 'no-token', area: 'waf', governing: [OBS], closedByDefault: false, path: expected });
     expect(ask(world, 'GET', target, bearer(T.obs))).toMatchObject({ outcome: 'granted', path: expected });
     expect(ask(world, 'GET', '/data/open/%7Ex')).toMatchObject({ outcome: 'open', path: '/data/open/~x' });
     expect(ask(world, 'GET', '/data/%zz')).not.toHaveProperty('path');

@@ -62,7 +62,24 @@ interface Governed {
    * twice). decideForScope has no request: '' there.
    */
   readonly path: string;
+  /**
+   * No scope of the store covers the request: it is governed by a path closed by default (process execution,
+   * stations writes; ACCESS-RULES.md), which no token can open until a scope covering it has one.
+   */
+  readonly closedByDefault: boolean;
 }
+
+/**
+ * Not an answer: the credential is a JWT of a configured issuer and the caller must verify it, then decide again
+ * with `verified` set. Only for governed requests: open ones never cost a verification. Only `decide` returns it
+ * (svc-auth verifies); the CLI's decideForScope* never do, so their callers handle answers only.
+ */
+export type VerifyJwt = Governed & {
+  readonly outcome: 'verify-jwt';
+  readonly jwt: string;
+  readonly issuer: string;
+  readonly source: TokenSource;
+};
 
 export type Decision =
   | { readonly outcome: 'open'; readonly area: Area; readonly path: string }
@@ -89,16 +106,6 @@ export type Decision =
       /** The JWT's expiry: bounds how long a proxy may cache the allow. */
       readonly expiresAt: number;
     })
-  | (Governed & {
-      /**
-       * Not an answer: the credential is a JWT of a configured issuer and the caller must verify it, then decide
-       * again with `verified` set. Only for governed requests: open ones never cost a verification.
-       */
-      readonly outcome: 'verify-jwt';
-      readonly jwt: string;
-      readonly issuer: string;
-      readonly source: TokenSource;
-    })
   | (Governed & { readonly outcome: 'no-token' })
   | (Governed & { readonly outcome: 'invalid-token'; readonly why: 'malformed' | 'unknown' | 'expired' | 'jwt'; readonly tokenId?: string })
   | (Governed & { readonly outcome: 'insufficient-scope'; readonly tokenId?: string; readonly issuer?: string; readonly user?: string });
@@ -121,7 +128,10 @@ export function parsePrefix(prefix: string): readonly string[] {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest, nowMs: number): Decision {
+/** With `verified` set (the JWT checked outside core) the answer is final: decide never asks to verify twice. */
+export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest & { readonly verified: VerifiedJwt }, nowMs: number): Decision;
+export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest, nowMs: number): Decision | VerifyJwt;
+export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest, nowMs: number): Decision | VerifyJwt {
   const target = normalizeTarget(req.target);
   if (!target.ok) return { outcome: 'malformed', reason: target.reason };
   const { segments, path } = target;
@@ -131,7 +141,7 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   if (config.oidcIssuers && !('ok' in credential) && credential.kind === 'token') {
     const issuer = unverifiedIssuer(credential.token);
     if (issuer !== undefined && config.oidcIssuers.has(issuer)) {
-      return { outcome: 'verify-jwt', area, governing: scopes.map((s) => s.scope), path, jwt: credential.token, issuer, source: credential.source };
+      return { outcome: 'verify-jwt', area, governing: scopes.map((s) => s.scope), path, closedByDefault: isDefault(scopes), jwt: credential.token, issuer, source: credential.source };
     }
   }
   return judge(index, area, path, scopes, credential, nowMs);
@@ -163,6 +173,11 @@ function decideScopeWith(index: AccessIndex, scope: Scope, credential: Credentia
   return judge(index, area, '', scopes, credential, nowMs);
 }
 
+/** Governed by the stand-in for a path no scope covers (closed by default), and by nothing else. */
+function isDefault(scopes: readonly IndexedScope[]): boolean {
+  return scopes.length === 1 && scopes[0]!.byDefault === true;
+}
+
 /** The presented token's digest: reused, as judge runs to completion and keeps nothing of it but the id. */
 const DIGEST = Buffer.alloc(32);
 
@@ -172,10 +187,11 @@ const DIGEST = Buffer.alloc(32);
  */
 function judge(index: AccessIndex, area: Area, path: string, scopes: readonly IndexedScope[], credential: Credential | VerifiedJwt, nowMs: number): Decision {
   const governing = scopes.map((s) => s.scope);
-  if ('ok' in credential) return judgeIdentity(area, path, governing, scopes, credential, nowMs);
-  if (credential.kind === 'none') return { outcome: 'no-token', area, governing, path };
+  const closedByDefault = isDefault(scopes);
+  if ('ok' in credential) return judgeIdentity(area, path, governing, closedByDefault, scopes, credential, nowMs);
+  if (credential.kind === 'none') return { outcome: 'no-token', area, governing, path, closedByDefault };
   if (credential.kind === 'malformed' || credential.token.length > MAX_TOKEN_LENGTH) {
-    return { outcome: 'invalid-token', area, governing, path, why: 'malformed' };
+    return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: 'malformed' };
   }
   // The length bound keeps hashing cheap whatever is sent; the format checks (printable, checksum) only
   // tell "malformed" from "unknown" for a token the index does not hold, so they run after the lookup.
@@ -188,18 +204,18 @@ function judge(index: AccessIndex, area: Area, path: string, scopes: readonly In
       if (table.ownerAt(slot) !== entry) continue;
       const expiresAt = table.expiresAt(slot);
       if (expiresAt > nowMs) {
-        return { outcome: 'granted', area, governing, path, scope: entry.scope, scopeKey: entry.key, tokenId: tokenIdOfDigest(digest), source: credential.source, expiresAt };
+        return { outcome: 'granted', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, tokenId: tokenIdOfDigest(digest), source: credential.source, expiresAt };
       }
       expired = true;
       break;
     }
   }
-  if (expired) return { outcome: 'invalid-token', area, governing, path, why: 'expired', tokenId: tokenIdOfDigest(digest) };
+  if (expired) return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: 'expired', tokenId: tokenIdOfDigest(digest) };
   // Held unexpired by another scope: "insufficient scope" rather than "unknown".
   for (let slot = table.first(digest); slot >= 0; slot = table.next(digest, slot)) {
-    if (table.expiresAt(slot) > nowMs) return { outcome: 'insufficient-scope', area, governing, path, tokenId: tokenIdOfDigest(digest) };
+    if (table.expiresAt(slot) > nowMs) return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, tokenId: tokenIdOfDigest(digest) };
   }
-  return { outcome: 'invalid-token', area, governing, path, why: isPlausibleToken(credential.token) ? 'unknown' : 'malformed' };
+  return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: isPlausibleToken(credential.token) ? 'unknown' : 'malformed' };
 }
 
 /**
@@ -207,17 +223,17 @@ function judge(index: AccessIndex, area: Area, path: string, scopes: readonly In
  * (the first of the identity's groups, in its order, that a scope lists). A JWT that failed verification, or
  * has expired since, is an invalid token; a valid one no governing scope lists, insufficient scope.
  */
-function judgeIdentity(area: Area, path: string, governing: readonly Scope[], scopes: readonly IndexedScope[], v: VerifiedJwt, nowMs: number): Decision {
-  if (!v.ok || v.expiresAt <= nowMs) return { outcome: 'invalid-token', area, governing, path, why: 'jwt' };
+function judgeIdentity(area: Area, path: string, governing: readonly Scope[], closedByDefault: boolean, scopes: readonly IndexedScope[], v: VerifiedJwt, nowMs: number): Decision {
+  if (!v.ok || v.expiresAt <= nowMs) return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: 'jwt' };
   const { issuer, user, groups } = v.identity;
   for (const entry of scopes) {
     const grants = entry.subjects;
     if (!grants) continue;
-    const granted = { outcome: 'granted-identity', area, governing, path, scope: entry.scope, scopeKey: entry.key, issuer, user, source: v.source, expiresAt: v.expiresAt } as const;
+    const granted = { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, source: v.source, expiresAt: v.expiresAt } as const;
     if (grants.users.has(user)) return granted;
     for (const group of groups) if (grants.groups.has(group)) return { ...granted, group };
   }
-  return { outcome: 'insufficient-scope', area, governing, path, issuer, user };
+  return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, issuer, user };
 }
 
 function startsWith(segments: readonly string[], prefix: readonly string[]): boolean {

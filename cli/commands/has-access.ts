@@ -26,9 +26,9 @@ export interface AccessAnswer {
 }
 
 /** The decision as the CLI reports it; the wording names scopes and token ids, never the token. */
-export function explain(scope: Scope, decision: Decision, closedByDefault = false): AccessAnswer {
+export function explain(scope: Scope, decision: Decision): AccessAnswer {
   const target = scopeKey(scope);
-  if (closedByDefault && decision.outcome !== 'granted' && decision.outcome !== 'granted-identity' && decision.outcome !== 'open' && decision.outcome !== 'malformed') {
+  if ('closedByDefault' in decision && decision.closedByDefault && decision.outcome !== 'granted' && decision.outcome !== 'granted-identity') {
     // No scope of the store covers this path: svc-auth denies it by default (ACCESS-RULES.md).
     return {
       granted: false,
@@ -57,9 +57,6 @@ export function explain(scope: Scope, decision: Decision, closedByDefault = fals
       const reason = grantedBy === target ? `${who} is a subject of ${target}` : `${who} is a subject of ${grantedBy}, which governs ${target}`;
       return { granted: true, outcome: 'granted-identity', reason, governing, grantedBy, user: decision.user, ...(decision.group !== undefined ? { group: decision.group } : {}) };
     }
-    case 'verify-jwt':
-      // The CLI asks with a token or an identity, never a JWT: decide does not ask it to verify one.
-      return { granted: false, outcome: 'verify-jwt', reason: 'a JWT cannot be checked here: ask with --user and --group', governing };
     case 'no-token':
       return { granted: false, outcome: 'no-token', reason: `${target} is closed${via} and no token was given`, governing };
     case 'invalid-token':
@@ -112,9 +109,7 @@ export async function hasAccess(ctx: CommandContext, tokenArg: string | undefine
   const decision = token !== undefined
     ? decideForScope(index.value, scope, token, ctx.io.now(), ctx.openPathsByDefault)
     : decideForScopeAs(index.value, scope, { issuer: '', user: options.user!, groups }, ctx.io.now(), ctx.openPathsByDefault);
-  // Governed by the default stand-in: a path scope that no scope of the store covers.
-  const byDefault = scope.kind === 'path' && 'governing' in decision && decision.governing.length === 1 && scopeKey(decision.governing[0]!) === scopeKey(scope) && !index.value.paths.has(foldCase(scope.value));
-  const answer = explain(scope, decision, byDefault);
+  const answer = explain(scope, decision);
   if (options.output === 'text') {
     ctx.io.out(`${answer.granted ? 'granted' : 'denied'}: ${answer.reason}\n`);
   } else {
