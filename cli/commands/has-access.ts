@@ -1,4 +1,4 @@
-import { buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAs, foldCase, scopeKey, type Decision, type Scope } from '../../core/index.js';
+import { buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAs, scopeKey, type Decision, type Scope } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { scopeArgs, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
