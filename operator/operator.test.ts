@@ -6,7 +6,7 @@ import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotSelector } from '../k
 import { OperatorMetrics } from './metrics.js';
 import { Operator, type OperatorConfig } from './operator.js';
 import type { Logger } from './reconciler.js';
-import type { ScopeStatus } from './status.js';
+import type { ScopeStatus } from './desired-status.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until(cond: () => boolean, ms = 4000, what = 'condition'): Promise<void> {

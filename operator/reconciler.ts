@@ -3,7 +3,8 @@ import type { ObjectReference, EventType } from '../k8s/events.js';
 import type { ScopeStatusClient } from '../k8s/scopes.js';
 import type { ProcessResult } from './queue.js';
 import { NotLeaderError, type SnapshotWriter } from './snapshot-writer.js';
-import { Compiler, desiredNow, statusEquals, statusPatch, type Compiled, type ScopeStatus, type SnapshotPhase } from './status.js';
+import { Compiler, desiredNow, type Compiled, type SnapshotPhase } from './compiler.js';
+import { statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
 import type { OperatorMetrics } from './metrics.js';
 
 /**

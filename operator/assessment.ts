@@ -1,0 +1,76 @@
+/**
+ * What the operator makes of one ProtectedScope before anything else: is it valid, which scope does it name,
+ * and what goes into the snapshot for it.
+ *
+ * Fail closed. The CRD refuses malformed objects, but if one gets in anyway (an older CRD, a restore from
+ * backup) a malformed token record must not silently open its scope: a record whose hash or expiry cannot
+ * be read is replaced by an already-expired placeholder no token hashes to, so the scope stays Closed and
+ * the record grants nothing. Only an object whose scope itself cannot be read is left out.
+ */
+import {
+  checkScope,
+  checkSubject,
+  HASH_PATTERN,
+  isDateTime,
+  mergeSubjects,
+  SCOPE_FIELD,
+  scopeOf,
+  validateProtectedScope,
+  type FieldError,
+  type ProtectedScope,
+  type Scope,
+  type TokenRecord,
+} from '../core/index.js';
+
+export const PLACEHOLDER_HASH = `sha256:${'0'.repeat(64)}` as const;
+export const EPOCH = '1970-01-01T00:00:00.000Z';
+
+export interface Assessment {
+  readonly obj: ProtectedScope;
+  readonly name: string;
+  /** The scope, when the object names exactly one well-formed scope. */
+  readonly scope?: Scope;
+  /** Validation problems (empty for a valid object). */
+  readonly errors: readonly FieldError[];
+  /** The object as compiled: tokens sanitized as above; undefined when the object is left out. */
+  readonly compiled?: ProtectedScope;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function assess(obj: ProtectedScope): Assessment {
+  const name = obj.metadata?.name ?? '';
+  const checked = validateProtectedScope(obj);
+  if (checked.ok) return { obj, name, scope: scopeOf(obj.spec), errors: [], compiled: obj };
+  const errors = checked.error;
+  const spec = isRecord(obj.spec) ? (obj.spec as Record<string, unknown>) : undefined;
+  const fields = spec ? (Object.entries(SCOPE_FIELD) as [Scope['kind'], string][]).filter(([, f]) => spec[f] !== undefined) : [];
+  if (fields.length !== 1) return { obj, name, errors };
+  const [kind, field] = fields[0]!;
+  const value = spec![field];
+  const checkedScope = typeof value === 'string' ? checkScope({ kind, value }) : undefined;
+  if (!checkedScope?.ok) return { obj, name, errors };
+  const scope = checkedScope.value;
+  const raw = Array.isArray(spec!.tokens) ? (spec!.tokens as unknown[]) : spec!.tokens === undefined ? [] : [spec!.tokens];
+  const tokens: TokenRecord[] = raw.map((t, i) => {
+    const r = isRecord(t) ? t : {};
+    const hashOk = typeof r.hash === 'string' && HASH_PATTERN.test(r.hash);
+    const expiryOk = r.expiresAt === undefined || isDateTime(r.expiresAt);
+    const id = typeof r.id === 'string' ? r.id : `invalid-${i}`;
+    const createdAt = isDateTime(r.createdAt) ? r.createdAt : EPOCH;
+    if (!hashOk || !expiryOk) return { id, hash: PLACEHOLDER_HASH, createdAt, expiresAt: EPOCH };
+    return { id, hash: r.hash as TokenRecord['hash'], createdAt, ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt as string } : {}) };
+  });
+  // Subjects as for tokens: the valid ones still grant; a bad one keeps the scope closed (closed: true), as a
+  // bad token record does through its expired placeholder.
+  const rawSubjects = Array.isArray(spec!.subjects) ? (spec!.subjects as unknown[]) : spec!.subjects === undefined ? [] : [spec!.subjects];
+  const checkedSubjects = rawSubjects.map((x) => (isRecord(x) ? checkSubject(x.kind, x.name) : undefined));
+  const subjects = mergeSubjects([checkedSubjects.flatMap((c) => (c?.ok ? [c.value] : []))]);
+  const badSubject = checkedSubjects.some((c) => !c?.ok);
+  // `closed: true` survives the sanitizing: an invalid object never opens what it closed.
+  const closed = spec!.closed === true || badSubject;
+  const compiled = {
+    ...obj, spec: { [field]: scope.value, tokens, ...(closed ? { closed: true } : {}), ...(subjects.length > 0 ? { subjects } : {}) },
+  } as unknown as ProtectedScope;
+  return { obj, name, scope, errors, compiled };
+}
