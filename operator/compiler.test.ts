@@ -1,7 +1,9 @@
 import { describe, it, expect } from '@jest/globals';
 import { compileSnapshot, hashToken, tokenIdOf, type ProtectedScope, type TokenRecord } from '../core/index.js';
 import { STATUS_FIELDS } from '../core/index.js';
-import { Compiler, PLACEHOLDER_HASH, assess, computeDesired, statusEquals, statusPatch, type ScopeStatus } from './status.js';
+import { PLACEHOLDER_HASH, assess } from './assessment.js';
+import { Compiler, computeDesired } from './compiler.js';
+import { statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 
