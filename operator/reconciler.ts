@@ -64,6 +64,34 @@ export interface ReconcileReport {
   readonly statusMs: number;
 }
 
+/** A scope's state as last published, with an object to attach an Event to. */
+interface PublishedState {
+  readonly state: 'Open' | 'Closed';
+  readonly ref: ObjectReference;
+}
+
+type WriteOutcome = Awaited<ReturnType<SnapshotWriter['write']>>;
+
+/** What publishing the snapshot produced, with the instants of its phases. */
+interface Published {
+  readonly phase: SnapshotPhase;
+  readonly index: ReturnType<typeof shardSnapshot>['index'];
+  readonly shards: ReturnType<typeof shardSnapshot>['shards'];
+  readonly outcome: WriteOutcome;
+  readonly compiledAt: number;
+  readonly writtenAt: number;
+}
+
+/** Emits Events and counts them (the report says how many a reconcile emitted). */
+class EventTally {
+  count = 0;
+  constructor(private readonly events: EventEmitter) {}
+  emit(regarding: ObjectReference, type: EventType, reason: string, note: string): void {
+    this.count++;
+    this.events.emit(regarding, type, reason, note);
+  }
+}
+
 /** Slack after an expiry instant before reconciling, so the token is past it by then. */
 const EXPIRY_SLACK_MS = 5;
 
@@ -71,7 +99,7 @@ export class Reconciler {
   /** The last desired status of each object, for the informer predicate. */
   private readonly lastDesired = new Map<string, ScopeStatus>();
   /** Scope states as last published, with an object to attach an Event to. */
-  private scopeStates = new Map<string, { state: 'Open' | 'Closed'; ref: ObjectReference }>();
+  private scopeStates = new Map<string, PublishedState>();
   private readonly now: () => number;
   private readonly compiler: Compiler;
   private _lastReport: ReconcileReport | undefined;
@@ -146,63 +174,80 @@ export class Reconciler {
     }
   }
 
+  /**
+   * One reconcile as its steps: publish the snapshot (it is what svc-auth enforces), compute the desired
+   * statuses, announce what changed, queue the status patches, then record metrics and the report.
+   */
   private async reconcileOnce(nowMs: number): Promise<ProcessResult> {
-    const { opts } = this;
-    const objects = opts.scopes();
-    // The snapshot first (it is what svc-auth enforces), the 10,000 desired statuses after it is written.
+    const objects = this.opts.scopes();
+    const published = await this.publishSnapshot(objects);
+    const compiled = await this.computeStatuses(objects, published.phase, nowMs);
+    const events = new EventTally(this.opts.events);
+    const byName = new Map(objects.map((o) => [o.metadata.name, o]));
+    const nextStates = this.announceScopeTransitions(compiled, byName, events);
+    const changed = await this.statusesThatDiffer(objects, compiled);
+    this.announceObjectWarnings(changed, compiled, byName, events);
+    if (!this.opts.isLeader()) throw new NotLeaderError();
+    this.last = { phase: published.phase, compiled };
+    for (const o of changed) this.opts.enqueueStatus(o.metadata.name);
+    this.scopeStates = nextStates;
+    this.recordMetrics(objects, compiled, published.shards);
+    this.report(published, changed.length, events.count, nowMs);
+    return { requeueAfterMs: this.nextWake(compiled, published.outcome, nowMs) };
+  }
+
+  /** The snapshot first: compiled, sharded and written (only what differs) before any status work. */
+  private async publishSnapshot(objects: readonly ProtectedScope[]): Promise<Published> {
     const phase = await this.compiler.snapshotAsync(objects);
-    const { index, shards } = shardSnapshot(phase.snapshot, opts.shardMaxBytes);
+    const { index, shards } = shardSnapshot(phase.snapshot, this.opts.shardMaxBytes);
     const compiledAt = this.now();
-    const outcome = await opts.writer.write(index, shards);
-    const writtenAt = this.now();
+    const outcome = await this.opts.writer.write(index, shards);
+    return { phase, index, shards, outcome, compiledAt, writtenAt: this.now() };
+  }
+
+  /** The desired statuses; from here on our own status echoes are expected (the informer predicate). */
+  private async computeStatuses(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Promise<Compiled> {
     const compiled = await this.compiler.statusesAsync(objects, phase, nowMs);
-    // From here on our own status echoes are expected: the informer predicate compares against these.
     this.lastDesired.clear();
     for (const [name, d] of compiled.desired) this.lastDesired.set(name, d.status);
+    return compiled;
+  }
 
-    // Statuses and events describe what is now published.
-    const byName = new Map(objects.map((o) => [o.metadata.name, o]));
-    const refOf = (o: ProtectedScope): ObjectReference => ({
-      apiVersion: API_GROUP_VERSION,
-      kind: KIND,
-      name: o.metadata.name,
-      namespace: opts.namespace,
-      ...(o.metadata.uid ? { uid: o.metadata.uid } : {}),
-    });
-    let events = 0;
-    const emit = (o: ObjectReference, type: EventType, reason: string, note: string) => {
-      events++;
-      opts.events.emit(o, type, reason, note);
-    };
-
-    // Scope transitions. Before the first reconcile of this process, the previous state is what the objects'
-    // statuses say, so a restart does not re-announce every scope.
-    const nextStates = new Map<string, { state: 'Open' | 'Closed'; ref: ObjectReference }>();
+  /**
+   * Events for scopes that opened or closed. Before the first reconcile of this process, the previous state is
+   * what the objects' statuses say, so a restart does not re-announce every scope.
+   */
+  private announceScopeTransitions(compiled: Compiled, byName: ReadonlyMap<string, ProtectedScope>, events: EventTally): Map<string, PublishedState> {
+    const nextStates = new Map<string, PublishedState>();
     for (const [key, state] of compiled.scopeStates) {
       const names = compiled.scopeObjects.get(key) ?? [];
-      const first = byName.get(names[0]!)!;
-      const ref = refOf(first);
+      const ref = this.refOf(byName.get(names[0]!)!);
       nextStates.set(key, { state, ref });
       let previous = this.scopeStates.get(key)?.state;
       if (previous === undefined) {
         const recorded = names.map((n) => byName.get(n)?.status?.state).filter((s) => s !== undefined);
         previous = recorded.includes('Closed') ? 'Closed' : 'Open';
       }
-      if (previous !== state) {
-        const tokens = names.reduce((n, name) => n + (compiled.desired.get(name)?.status.tokens ?? 0), 0);
-        const by = compiled.closedBy.get(key);
-        const why = by === 'flag' ? ' and closed: true' : by === 'default' ? ' (closed by default: nothing executes or writes until a token grants it)' : '';
-        if (state === 'Closed') emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${why}`);
-        else emit(ref, 'Normal', 'ScopeOpened', `${key} is open: no token records left`);
+      if (previous === state) continue;
+      if (state === 'Open') {
+        events.emit(ref, 'Normal', 'ScopeOpened', `${key} is open: no token records left`);
+        continue;
       }
+      const tokens = names.reduce((n, name) => n + (compiled.desired.get(name)?.status.tokens ?? 0), 0);
+      const by = compiled.closedBy.get(key);
+      const why = by === 'flag' ? ' and closed: true' : by === 'default' ? ' (closed by default: nothing executes or writes until a token grants it)' : '';
+      events.emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${why}`);
     }
     for (const [key, { state, ref }] of this.scopeStates) {
       // A deleted path scope falls back to the default, which is closed unless --open-paths-by-default.
-      const staysClosed = key.startsWith('path:') && opts.openPathsByDefault !== true;
-      if (!nextStates.has(key) && state === 'Closed' && !staysClosed) emit(ref, 'Normal', 'ScopeOpened', `${key} is open: its ProtectedScope was deleted`);
+      const staysClosed = key.startsWith('path:') && this.opts.openPathsByDefault !== true;
+      if (!nextStates.has(key) && state === 'Closed' && !staysClosed) events.emit(ref, 'Normal', 'ScopeOpened', `${key} is open: its ProtectedScope was deleted`);
     }
+    return nextStates;
+  }
 
-    // Status work, only where the status differs; the patches themselves run in the status queue.
+  /** The objects whose status differs from the desired one, compared in slices (10,000 objects, one thread). */
+  private async statusesThatDiffer(objects: readonly ProtectedScope[], compiled: Compiled): Promise<ProtectedScope[]> {
     const changed: ProtectedScope[] = [];
     let deadline = performance.now() + 10;
     for (const o of objects) {
@@ -213,47 +258,53 @@ export class Reconciler {
         deadline = performance.now() + 10;
       }
     }
+    return changed;
+  }
+
+  /** Warnings for objects newly merged with others for one scope, or newly failing to compile. */
+  private announceObjectWarnings(changed: readonly ProtectedScope[], compiled: Compiled, byName: ReadonlyMap<string, ProtectedScope>, events: EventTally): void {
     for (const o of changed) {
       const d = compiled.desired.get(o.metadata.name)!.status;
       const before = o.status as ScopeStatus | undefined;
       const merged = [...(d.mergedWith ?? [])].sort().join(',');
       if (merged && merged !== [...(before?.mergedWith ?? [])].sort().join(',') && this.announcedMerges.get(o.metadata.name) !== merged) {
-        emit(refOf(o), 'Warning', 'ScopesMerged', `merged with ${d.mergedWith!.join(', ')}: ${d.mergedWith!.length + 1} objects protect ${d.kind}=${d.scope}; their tokens are combined`.slice(0, 1000));
+        events.emit(this.refOf(o), 'Warning', 'ScopesMerged', `merged with ${d.mergedWith!.join(', ')}: ${d.mergedWith!.length + 1} objects protect ${d.kind}=${d.scope}; their tokens are combined`.slice(0, 1000));
       }
       if (merged) this.announcedMerges.set(o.metadata.name, merged);
       else this.announcedMerges.delete(o.metadata.name);
       const ready = d.conditions?.[0];
       const beforeReady = before?.conditions?.find((c) => c.type === 'Ready');
       if (ready?.status === 'False' && !(beforeReady?.status === 'False' && beforeReady.reason === ready.reason)) {
-        emit(refOf(o), 'Warning', 'CompileFailed', ready.message);
+        events.emit(this.refOf(o), 'Warning', 'CompileFailed', ready.message);
       }
     }
     for (const name of [...this.announcedMerges.keys()]) if (!byName.has(name)) this.announcedMerges.delete(name);
-    if (!opts.isLeader()) throw new NotLeaderError();
-    this.last = { phase, compiled };
-    for (const o of changed) opts.enqueueStatus(o.metadata.name);
+  }
 
-    this.scopeStates = nextStates;
-    const patchedAt = this.now();
-
-    // Metrics.
-    const m = opts.metrics;
-    if (m) {
-      let closed = 0;
-      for (const s of compiled.scopeStates.values()) if (s === 'Closed') closed++;
-      m.objects.set(objects.length);
-      m.scopes.set({ state: 'Closed' }, closed);
-      m.scopes.set({ state: 'Open' }, compiled.scopeStates.size - closed);
-      let active = 0;
-      for (const d of compiled.desired.values()) active += d.status.activeTokens ?? 0;
-      let records = 0;
-      for (const d of compiled.desired.values()) records += d.status.tokens ?? 0;
-      m.tokens.set({ state: 'active' }, active);
-      m.tokens.set({ state: 'expired' }, records - active);
-      m.invalid.set(compiled.assessments.filter((a) => a.errors.length > 0).length);
-      m.snapshotBytes.set(shards.reduce((n, s) => n + s.bytes, 0));
-      m.shards.set(shards.length);
+  private recordMetrics(objects: readonly ProtectedScope[], compiled: Compiled, shards: readonly { readonly bytes: number }[]): void {
+    const m = this.opts.metrics;
+    if (!m) return;
+    let closed = 0;
+    for (const s of compiled.scopeStates.values()) if (s === 'Closed') closed++;
+    let active = 0;
+    let records = 0;
+    for (const d of compiled.desired.values()) {
+      active += d.status.activeTokens ?? 0;
+      records += d.status.tokens ?? 0;
     }
+    m.objects.set(objects.length);
+    m.scopes.set({ state: 'Closed' }, closed);
+    m.scopes.set({ state: 'Open' }, compiled.scopeStates.size - closed);
+    m.tokens.set({ state: 'active' }, active);
+    m.tokens.set({ state: 'expired' }, records - active);
+    m.invalid.set(compiled.assessments.filter((a) => a.errors.length > 0).length);
+    m.snapshotBytes.set(shards.reduce((n, s) => n + s.bytes, 0));
+    m.shards.set(shards.length);
+  }
+
+  /** The report of this reconcile, logged when it wrote or queued anything. */
+  private report(p: Published, statusQueued: number, events: number, nowMs: number): void {
+    const { index, shards, outcome } = p;
     this._lastReport = {
       generation: index.generation,
       scopes: index.scopes,
@@ -262,20 +313,28 @@ export class Reconciler {
       shardsWritten: outcome.shardsWritten,
       indexWritten: outcome.indexWritten,
       deleted: outcome.deleted,
-      statusQueued: changed.length,
+      statusQueued,
       events,
-      compileMs: compiledAt - nowMs,
-      writeMs: writtenAt - compiledAt,
-      statusMs: patchedAt - writtenAt,
+      compileMs: p.compiledAt - nowMs,
+      writeMs: p.writtenAt - p.compiledAt,
+      statusMs: this.now() - p.writtenAt,
     };
     this._lastSuccessAt = this.now();
-    if (outcome.shardsWritten > 0 || outcome.indexWritten || outcome.deleted > 0 || changed.length > 0) {
-      opts.log?.info({ namespace: opts.namespace, ...this._lastReport, durationMs: this.now() - nowMs }, 'reconciled');
+    if (outcome.shardsWritten > 0 || outcome.indexWritten || outcome.deleted > 0 || statusQueued > 0) {
+      this.opts.log?.info({ namespace: this.opts.namespace, ...this._lastReport, durationMs: this.now() - nowMs }, 'reconciled');
     }
+  }
 
-    const waits = [opts.resyncMs ?? 10 * 60_000];
+  /** Run again at the resync, the next token expiry or the next stale-shard cleanup, whichever comes first. */
+  private nextWake(compiled: Compiled, outcome: WriteOutcome, nowMs: number): number {
+    const waits = [this.opts.resyncMs ?? 10 * 60_000];
     if (compiled.nextExpiryMs !== undefined) waits.push(compiled.nextExpiryMs - nowMs + EXPIRY_SLACK_MS);
     if (outcome.nextCleanupAtMs !== undefined) waits.push(outcome.nextCleanupAtMs - nowMs + EXPIRY_SLACK_MS);
-    return { requeueAfterMs: Math.max(EXPIRY_SLACK_MS, Math.min(...waits)) };
+    return Math.max(EXPIRY_SLACK_MS, Math.min(...waits));
   }
+
+  private refOf(o: ProtectedScope): ObjectReference {
+    return { apiVersion: API_GROUP_VERSION, kind: KIND, name: o.metadata.name, namespace: this.opts.namespace, ...(o.metadata.uid ? { uid: o.metadata.uid } : {}) };
+  }
+
 }
