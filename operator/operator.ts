@@ -2,13 +2,13 @@ import type { ProtectedScope } from '../core/index.js';
 import { type ConfigMapClient, type ConfigMapObject } from '../k8s/configmaps.js';
 import { describeError } from '../k8s/errors.js';
 import { EventRecorder, type EventSink } from '../k8s/events.js';
-import { ResilientInformer, type ListWatchSource } from '../k8s/informer.js';
+import { ResilientInformer, type InformerHandlers, type InformerOptions, type ListWatchSource } from '../k8s/informer.js';
 import { LeaderElector, type LeaseClient } from '../k8s/lease.js';
 import { ROLE_LABEL } from '../k8s/snapshot-objects.js';
 import type { ScopeStatusClient } from '../k8s/scopes.js';
 import { OperatorMetrics } from './metrics.js';
-import { WorkQueue } from './queue.js';
-import { Reconciler, type Logger } from './reconciler.js';
+import { WorkQueue, type WorkQueueOptions } from './queue.js';
+import { Reconciler, type Logger, type ReconcilerOptions } from './reconciler.js';
 import { SnapshotWriter } from './snapshot-writer.js';
 
 /**
@@ -61,6 +61,7 @@ export class Operator {
   private started = false;
   private stopping = false;
 
+  /** Plain composition: each part built by a method of its own, wired to the others through this object. */
   constructor(
     backends: OperatorBackends,
     readonly config: OperatorConfig,
@@ -68,119 +69,144 @@ export class Operator {
     metrics?: OperatorMetrics,
   ) {
     this.metrics = metrics ?? new OperatorMetrics();
-    const m = this.metrics;
-    const ns = config.namespace;
-    const enqueue = () => this.queue.add(ns, config.debounceMs);
-
-    this.elector = backends.lease
-      ? new LeaderElector(backends.lease, {
-          identity: config.identity,
-          ...(config.leaseDurationMs !== undefined ? { leaseDurationMs: config.leaseDurationMs } : {}),
-          ...(config.renewDeadlineMs !== undefined ? { renewDeadlineMs: config.renewDeadlineMs } : {}),
-          ...(config.retryPeriodMs !== undefined ? { retryPeriodMs: config.retryPeriodMs } : {}),
-          onStartedLeading: () => {
-            m.leader.set(1);
-            log.info({ identity: config.identity }, 'became the leader; writing');
-            this.queue.add(ns);
-          },
-          onStoppedLeading: () => {
-            m.leader.set(0);
-            log.warn({ identity: config.identity }, 'lost the lease; stopped writing');
-          },
-          onNewLeader: (holder) => log.info({ leader: holder ?? null }, 'lease holder observed'),
-          onError: (e) => {
-            m.errors.inc({ source: 'lease' });
-            log.warn({ err: describeError(e) }, 'lease renewal failed');
-          },
-        })
-      : undefined;
-    if (!this.elector) m.leader.set(1);
-    const isLeader = () => !this.stopping && (this.elector ? this.elector.isLeader() : true);
-
-    this.recorder = new EventRecorder(backends.events, {
-      reportingController: 'auth.svc.io/svc-operator',
-      reportingInstance: config.identity,
-      onDropped: (e) => m.events.inc({ reason: e.reason, outcome: 'dropped' }),
-      onError: (e, ev) => {
-        m.events.inc({ reason: ev.reason, outcome: 'failed' });
-        log.debug({ err: describeError(e) }, 'event not recorded');
-      },
-    });
-
-    const informerOpts = {
-      relistIntervalMs: config.relistIntervalMs,
-      ...(config.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: config.watchTimeoutSeconds } : {}),
-    };
-    this.scopeInformer = new ResilientInformer<ProtectedScope>(
-      backends.scopes,
-      {
-        onAdd: enqueue,
-        onDelete: enqueue,
-        onUpdate: (old, obj) => {
-          const need = this.reconciler.needsReconcile(old, obj);
-          if (need) log.debug({ name: obj.metadata.name, need, generation: obj.metadata.generation, oldGeneration: old.metadata.generation }, 'update');
-          if (need === 'snapshot') enqueue();
-          else if (need === 'status') this.statusQueue.add(obj.metadata.name);
-        },
-        onSynced: enqueue,
-        onError: (e, attempt) => {
-          m.informerRestarts.inc({ resource: 'protectedscopes' });
-          m.errors.inc({ source: 'informer' });
-          log.warn({ resource: 'protectedscopes', attempt, err: describeError(e) }, 'list/watch failed; retrying');
-        },
-      },
-      informerOpts,
-    );
-    this.configMapInformer = new ResilientInformer<ConfigMapObject>(
-      backends.configMapsWatch,
-      {
-        // Our own writes echo back here; only a change we did not make (an edited or deleted index, a deleted
-        // shard still in use) needs a reconcile.
-        onAdd: (cm) => this.onConfigMap(cm),
-        onUpdate: (_old, cm) => this.onConfigMap(cm),
-        onDelete: (cm) => {
-          this.writer.noteDeleted(cm.metadata.name);
-          if (cm.metadata.name === config.snapshotName || this.writer.isWanted(cm.metadata.name)) enqueue();
-        },
-        onSynced: enqueue,
-        onError: (e, attempt) => {
-          m.informerRestarts.inc({ resource: 'configmaps' });
-          m.errors.inc({ source: 'informer' });
-          log.warn({ resource: 'configmaps', attempt, err: describeError(e) }, 'list/watch failed; retrying');
-        },
-      },
-      informerOpts,
-    );
-
+    this.elector = backends.lease ? this.leaderElector(backends.lease) : undefined;
+    if (!this.elector) this.metrics.leader.set(1);
+    this.recorder = this.eventRecorder(backends.events);
+    this.scopeInformer = new ResilientInformer<ProtectedScope>(backends.scopes, this.scopeHandlers(), this.informerOptions());
+    this.configMapInformer = new ResilientInformer<ConfigMapObject>(backends.configMapsWatch, this.configMapHandlers(), this.informerOptions());
     this.writer = new SnapshotWriter({
       snapshotName: config.snapshotName,
       client: backends.configMaps,
       cache: () => this.configMapInformer.list(),
       staleGraceMs: config.staleGraceMs,
-      canWrite: isLeader,
-      onWrite: (kind) => m.writes.inc({ kind }),
+      canWrite: () => this.mayWrite(),
+      onWrite: (kind) => this.metrics.writes.inc({ kind }),
     });
-    this.reconciler = new Reconciler({
+    this.reconciler = new Reconciler(this.reconcilerOptions(backends.status));
+    this.queue = new WorkQueue<string>(this.snapshotQueueOptions());
+    this.statusQueue = new WorkQueue<string>(this.statusQueueOptions());
+  }
+
+  /** Leading and not stopping: the only state in which anything is written. */
+  private mayWrite(): boolean {
+    return !this.stopping && (this.elector ? this.elector.isLeader() : true);
+  }
+
+  /** Debounced: a burst of changes is one reconcile. */
+  private enqueue(): void {
+    this.queue.add(this.config.namespace, this.config.debounceMs);
+  }
+
+  private leaderElector(lease: NonNullable<OperatorBackends['lease']>): LeaderElector {
+    const { config, log } = this;
+    const m = this.metrics;
+    return new LeaderElector(lease, {
+      identity: config.identity,
+      ...(config.leaseDurationMs !== undefined ? { leaseDurationMs: config.leaseDurationMs } : {}),
+      ...(config.renewDeadlineMs !== undefined ? { renewDeadlineMs: config.renewDeadlineMs } : {}),
+      ...(config.retryPeriodMs !== undefined ? { retryPeriodMs: config.retryPeriodMs } : {}),
+      onStartedLeading: () => {
+        m.leader.set(1);
+        log.info({ identity: config.identity }, 'became the leader; writing');
+        this.queue.add(config.namespace);
+      },
+      onStoppedLeading: () => {
+        m.leader.set(0);
+        log.warn({ identity: config.identity }, 'lost the lease; stopped writing');
+      },
+      onNewLeader: (holder) => log.info({ leader: holder ?? null }, 'lease holder observed'),
+      onError: (e) => {
+        m.errors.inc({ source: 'lease' });
+        log.warn({ err: describeError(e) }, 'lease renewal failed');
+      },
+    });
+  }
+
+  private eventRecorder(events: OperatorBackends['events']): EventRecorder {
+    const m = this.metrics;
+    return new EventRecorder(events, {
+      reportingController: 'auth.svc.io/svc-operator',
+      reportingInstance: this.config.identity,
+      onDropped: (e) => m.events.inc({ reason: e.reason, outcome: 'dropped' }),
+      onError: (e, ev) => {
+        m.events.inc({ reason: ev.reason, outcome: 'failed' });
+        this.log.debug({ err: describeError(e) }, 'event not recorded');
+      },
+    });
+  }
+
+  private informerOptions(): InformerOptions {
+    const { config } = this;
+    return { relistIntervalMs: config.relistIntervalMs, ...(config.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: config.watchTimeoutSeconds } : {}) };
+  }
+
+  /** A list/watch failure of either informer: counted and logged, the informer retries by itself. */
+  private informerError(resource: 'protectedscopes' | 'configmaps'): (e: unknown, attempt: number) => void {
+    return (e, attempt) => {
+      this.metrics.informerRestarts.inc({ resource });
+      this.metrics.errors.inc({ source: 'informer' });
+      this.log.warn({ resource, attempt, err: describeError(e) }, 'list/watch failed; retrying');
+    };
+  }
+
+  private scopeHandlers(): InformerHandlers<ProtectedScope> {
+    return {
+      onAdd: () => this.enqueue(),
+      onDelete: () => this.enqueue(),
+      onUpdate: (old, obj) => {
+        const need = this.reconciler.needsReconcile(old, obj);
+        if (need) this.log.debug({ name: obj.metadata.name, need, generation: obj.metadata.generation, oldGeneration: old.metadata.generation }, 'update');
+        if (need === 'snapshot') this.enqueue();
+        else if (need === 'status') this.statusQueue.add(obj.metadata.name);
+      },
+      onSynced: () => this.enqueue(),
+      onError: this.informerError('protectedscopes'),
+    };
+  }
+
+  private configMapHandlers(): InformerHandlers<ConfigMapObject> {
+    return {
+      // Our own writes echo back here; only a change we did not make (an edited or deleted index, a deleted
+      // shard still in use) needs a reconcile.
+      onAdd: (cm) => this.onConfigMap(cm),
+      onUpdate: (_old, cm) => this.onConfigMap(cm),
+      onDelete: (cm) => {
+        this.writer.noteDeleted(cm.metadata.name);
+        if (cm.metadata.name === this.config.snapshotName || this.writer.isWanted(cm.metadata.name)) this.enqueue();
+      },
+      onSynced: () => this.enqueue(),
+      onError: this.informerError('configmaps'),
+    };
+  }
+
+  private reconcilerOptions(status: OperatorBackends['status']): ReconcilerOptions {
+    const { config } = this;
+    const ns = config.namespace;
+    return {
       namespace: ns,
       scopes: () => this.scopeInformer.list(),
       writer: this.writer,
-      status: backends.status,
+      status,
       events: {
         emit: (ref, type, reason, note) => {
-          m.events.inc({ reason, outcome: 'emitted' });
+          this.metrics.events.inc({ reason, outcome: 'emitted' });
           this.recorder.emit(ref, type, reason, note);
         },
       },
-      isLeader,
+      isLeader: () => this.mayWrite(),
       shardMaxBytes: config.shardMaxBytes,
       scope: (name) => this.scopeInformer.get(`${ns}/${name}`) ?? this.scopeInformer.get(name),
       enqueueStatus: (name) => this.statusQueue.add(name),
       resyncMs: config.resyncMs,
       ...(config.openPathsByDefault ? { openPathsByDefault: true } : {}),
-      metrics: m,
-      log,
-    });
-    this.queue = new WorkQueue<string>({
+      metrics: this.metrics,
+      log: this.log,
+    };
+  }
+
+  /** The namespace key: compile and write the snapshot, one at a time. */
+  private snapshotQueueOptions(): WorkQueueOptions<string> {
+    return {
       process: async () => {
         // Reconcile only from complete caches: a half-listed namespace would publish a snapshot missing scopes.
         if (!this.scopeInformer.synced || !this.configMapInformer.synced) return {};
@@ -188,22 +214,27 @@ export class Operator {
       },
       concurrency: 1,
       backoffBaseMs: 250,
-      backoffMaxMs: config.backoffMaxMs ?? 30_000,
-      onDepth: (d) => m.queueDepth.set({ queue: 'snapshot' }, d),
-      onError: (key, e, failures, retryIn) => log.warn({ namespace: key, failures, retryInMs: retryIn, err: describeError(e) }, 'reconcile failed; will retry'),
-    });
-    this.statusQueue = new WorkQueue<string>({
-      process: (name) => this.reconciler.reconcileStatus(name),
-      concurrency: config.statusConcurrency,
-      backoffBaseMs: 250,
-      backoffMaxMs: config.backoffMaxMs ?? 30_000,
-      onDepth: (d) => m.queueDepth.set({ queue: 'status' }, d),
-      onError: (name, e, failures, retryIn) => {
-        m.errors.inc({ source: 'status' });
-        if (failures === 1 || failures % 10 === 0) log.warn({ name, failures, retryInMs: retryIn, err: describeError(e) }, 'status patch failed; will retry');
-      },
-    });
+      backoffMaxMs: this.config.backoffMaxMs ?? 30_000,
+      onDepth: (d) => this.metrics.queueDepth.set({ queue: 'snapshot' }, d),
+      onError: (key, e, failures, retryIn) => this.log.warn({ namespace: key, failures, retryInMs: retryIn, err: describeError(e) }, 'reconcile failed; will retry'),
+    };
   }
+
+  /** Object names: patch one status, many at a time, each key at most once at a time. */
+  private statusQueueOptions(): WorkQueueOptions<string> {
+    return {
+      process: (name) => this.reconciler.reconcileStatus(name),
+      concurrency: this.config.statusConcurrency,
+      backoffBaseMs: 250,
+      backoffMaxMs: this.config.backoffMaxMs ?? 30_000,
+      onDepth: (d) => this.metrics.queueDepth.set({ queue: 'status' }, d),
+      onError: (name, e, failures, retryIn) => {
+        this.metrics.errors.inc({ source: 'status' });
+        if (failures === 1 || failures % 10 === 0) this.log.warn({ name, failures, retryInMs: retryIn, err: describeError(e) }, 'status patch failed; will retry');
+      },
+    };
+  }
+
 
   private onConfigMap(cm: ConfigMapObject): void {
     const role = cm.metadata.labels?.[ROLE_LABEL];
