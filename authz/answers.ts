@@ -1,5 +1,3 @@
-import { PreparedAnswer, sendAnswer, type HeadResponse } from './http-front.js';
-
 /**
  * The HTTP answers of ACCESS-RULES.md "Answers", prepared once. Allow is exactly 200 with an empty
  * body. The nginx endpoints answer only 200, 401 or 403 (nginx turns anything else into 500) with empty
@@ -11,6 +9,8 @@ import { PreparedAnswer, sendAnswer, type HeadResponse } from './http-front.js';
  * `cacheMaxAge` seconds on an allow, never beyond the deciding token's expiry, so that is the longest a
  * revoked token or a newly closed scope keeps working through a proxy's decision cache.
  */
+import { PreparedAnswer, sendAnswer, type HeadResponse } from './http-front.js';
+
 export type Flavour = 'nginx' | 'proxy';
 
 type Headers = readonly string[];

@@ -1,5 +1,3 @@
-import { pino, type Logger } from 'pino';
-
 /**
  * The per-decision audit line, written to the logger's own destination in exactly the shape pino writes
  * (`{"level":"info","time":…,<the logger's bindings>,…fields…,"msg":"decision"}`), so it is one more line
@@ -10,6 +8,8 @@ import { pino, type Logger } from 'pino';
  * are known, most values come from closed sets, and only the path and scope may need JSON escaping.
  * A test holds the lines equal to what pino itself writes for the same fields.
  */
+import { pino, type Logger } from 'pino';
+
 export interface DecisionFields {
   readonly endpoint: string;
   readonly method: string | undefined;

@@ -1,14 +1,3 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
-import { rootCertificates } from 'node:tls';
-import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import type { Logger } from 'pino';
-import type { VerifiedJwt } from '../core/index.js';
-import { UsageError } from './options.js';
-
 /**
  * Verifies the JWTs of the configured OpenID providers (`--oidc-issuer`), with jose doing every JOSE step.
  *
@@ -22,6 +11,17 @@ import { UsageError } from './options.js';
  * Algorithms: asymmetric ones only. `none` and the HMAC family are refused whatever the header says, so a
  * public key can never be used as an HMAC secret.
  */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
+import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { Logger } from 'pino';
+import type { VerifiedJwt } from '../core/index.js';
+import { UsageError } from './options.js';
+
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 /** Verified JWTs kept (by hash) for their repeat requests. */
 const MAX_CACHED_VERIFICATIONS = 10_000;

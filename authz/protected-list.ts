@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto';
-import type { AccessConfig, AccessIndex, IndexedScope, TopicNode } from '../core/index.js';
-
 /**
  * `GET /authz/v1/protected`: what a metadata publisher (or a client) may know of the access control, and
  * nothing more: every closed scope's kind and value, and how credentials are presented. Never a token id,
  * hash, count or description. Rendered once per index in service (and per configuration), with an ETag
  * over the body, so a harvester polling it costs a string comparison.
  */
+import { createHash } from 'node:crypto';
+import type { AccessConfig, AccessIndex, IndexedScope, TopicNode } from '../core/index.js';
+
 export interface ProtectedList {
   readonly body: string;
   readonly etag: string;

@@ -1,5 +1,3 @@
-import type { Logger } from 'pino';
-
 /**
  * Refused requests, counted per endpoint, outcome, scope, reason and token id, and logged at info once per
  * window (a minute by default) as one "requests refused" line per key with the count and the first and last
@@ -12,6 +10,8 @@ import type { Logger } from 'pino';
  * come from a fixed set, token ids only from tokens the index holds, and past `maxKeys` distinct keys in a
  * window the rest are counted under one overflow line.
  */
+import type { Logger } from 'pino';
+
 export interface Refusal {
   readonly endpoint: string;
   readonly outcome: string;

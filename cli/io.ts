@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
-
 /**
  * Everything a command touches outside its store: the two output streams, the environment, the clock and
  * the source of randomness. main.ts binds them to the process; tests bind them to buffers, a fixed clock
  * and fixed bytes so output formats can be pinned by snapshots.
  */
+import { randomBytes } from 'node:crypto';
+
 export interface Io {
   out(text: string): void;
   err(text: string): void;

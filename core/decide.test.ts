@@ -46,8 +46,8 @@ const ask = (index: AccessIndex, method: string, target: string, authorization?:
 const outcome = (d: Decision | VerifyJwt) => d.outcome;
 /** The normalized path of a plain target (no escapes, dots or doubled slashes), as decisions carry it. */
 const pathOf = (target: string) => `/${target.split('?')[0]!.split('/').filter((s) => s.length > 0).join('/')}`;
-const governing = (d: Decision) => ('governing' in d ? d.governing.map(scopeKey).sort() : []);
-const allowed = (d: Decision) => d.outcome === 'open' || d.outcome === 'granted';
+const governing = (d: Decision | VerifyJwt) => ('governing' in d ? d.governing.map(scopeKey).sort() : []);
+const allowed = (d: Decision | VerifyJwt) => d.outcome === 'open' || d.outcome === 'granted';
 
 // A realistic world: one closed scope of every kind.
 const T = {

@@ -1,3 +1,8 @@
+/**
+ * The access decision of ACCESS-RULES.md, as a pure function of the index, the configuration, the
+ * request and the clock. svc-auth maps decisions to HTTP answers; the CLI's has-access-topic uses
+ * decideForScope, so both give the same answer.
+ */
 import type { AccessIndex, IndexedScope, TopicNode } from './access-index.js';
 import { extractCredential, type Credential, type TokenSource } from './credentials.js';
 import { unverifiedIssuer } from './jwt-shape.js';
@@ -6,11 +11,6 @@ import { normalizeTarget } from './normalize.js';
 import { foldCase, type Scope, type ScopeKind } from './scope.js';
 import { hashTokenDigestInto, isPlausibleToken, MAX_TOKEN_LENGTH, tokenIdOfDigest } from './token.js';
 
-/**
- * The access decision of ACCESS-RULES.md, as a pure function of the index, the configuration, the
- * request and the clock. svc-auth maps decisions to HTTP answers; the CLI's has-access-topic uses
- * decideForScope, so both give the same answer.
- */
 export type Area = 'waf' | 'api' | 'other';
 
 export interface AccessConfig {
@@ -128,7 +128,11 @@ export function parsePrefix(prefix: string): readonly string[] {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** With `verified` set (the JWT checked outside core) the answer is final: decide never asks to verify twice. */
+/**
+ * The answer to one request: normalize the target (malformed when it cannot be read safely), find the most
+ * specific governing scopes (none: open), then judge the credential against them alone. With `verified` set
+ * (the JWT checked outside core) the answer is final: decide never asks to verify twice.
+ */
 export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest & { readonly verified: VerifiedJwt }, nowMs: number): Decision;
 export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest, nowMs: number): Decision | VerifyJwt;
 export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequest, nowMs: number): Decision | VerifyJwt {

@@ -1,13 +1,13 @@
-import { parseManifests } from './manifest.js';
-import { API_GROUP, KIND, validateProtectedScope, type FieldError, type ProtectedScope } from './protected-scope.js';
-import { err, ok, type Result } from './result.js';
-
 /**
  * One manifest file as the directory store reads it (svc-auth's --scopes-dir and the CLI's --dir share
  * this): every document, each either a valid ProtectedScope or an object of another kind, or the reasons
  * the file is invalid. An invalid file refuses the whole directory, so a broken edit keeps the last good
  * state instead of dropping the tokens of the scope it protected (ACCESS-RULES.md).
  */
+import { parseManifests } from './manifest.js';
+import { API_GROUP, KIND, validateProtectedScope, type FieldError, type ProtectedScope } from './protected-scope.js';
+import { err, ok, type Result } from './result.js';
+
 export interface ManifestDocument {
   /** The document as parsed. */
   readonly value: unknown;

@@ -1,5 +1,3 @@
-import type { Scope } from './scope.js';
-
 /**
  * Whether a scope is closed, and why (ACCESS-RULES.md): while it has a token record (expired ones
  * included), while it grants a subject (an identity of the OpenID provider), while an object says
@@ -7,6 +5,8 @@ import type { Scope } from './scope.js';
  * writes), by default until a token grants it, unless svc-auth runs with `--open-paths-by-default`.
  * The operator's status, its Events and the CLI all say it the same way.
  */
+import type { Scope } from './scope.js';
+
 export type ScopeState = { readonly state: 'Closed'; readonly by: 'tokens' | 'subjects' | 'flag' | 'default' } | { readonly state: 'Open' };
 
 export function stateOf(scope: Scope, tokens: number, closedFlag: boolean, openPathsByDefault: boolean, subjects = 0): ScopeState {

@@ -1,3 +1,9 @@
+/**
+ * The snapshot is what the operator hands svc-auth: every closed scope of a namespace with its token
+ * hashes and expiry, nothing else. Its canonical text is one JSON line per scope, sorted, so the same
+ * input always gives the same bytes and the same generation id (the SHA-256 of those lines). Shards are
+ * runs of whole lines, so they can be verified one by one and concatenated back into the same bytes.
+ */
 import { createHash } from 'node:crypto';
 import { API_GROUP_VERSION, closedByFlag, isDateTime, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from './protected-scope.js';
 import { checkSubject, compareSubjects, mergeSubjects, subjectKey, type Subject } from './subject.js';
@@ -5,12 +11,6 @@ import { checkScope, compareScopes, compareStrings, scopeKey, SCOPE_KINDS, type 
 import { HASH_PATTERN, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
 
-/**
- * The snapshot is what the operator hands svc-auth: every closed scope of a namespace with its token
- * hashes and expiry, nothing else. Its canonical text is one JSON line per scope, sorted, so the same
- * input always gives the same bytes and the same generation id (the SHA-256 of those lines). Shards are
- * runs of whole lines, so they can be verified one by one and concatenated back into the same bytes.
- */
 export interface SnapshotToken {
   readonly hash: TokenHash;
   readonly expiresAt?: string;

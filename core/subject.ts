@@ -1,10 +1,10 @@
-import { err, ok, type Result } from './result.js';
-
 /**
  * A grant to an identity of the organisation's OpenID provider, shaped like a RoleBinding's subject: `User`
  * matches the username claim of a verified JWT, `Group` any entry of its groups claim. Names are compared
  * exactly, as the API server compares RBAC subjects: `alice` and `Alice` are two users.
  */
+import { err, ok, type Result } from './result.js';
+
 export const SUBJECT_KINDS = ['User', 'Group'] as const;
 export type SubjectKind = (typeof SUBJECT_KINDS)[number];
 

@@ -1,12 +1,12 @@
-import { createHash, hash as oneShotHash } from 'node:crypto';
-import { crc32 } from 'node:zlib';
-import { err, ok, type Result } from './result.js';
-
 /**
  * Token format (ARCHITECTURE.md): `svc_` + 43 base62 characters (256 random bits) + 6 base62 characters
  * of CRC32 over everything before them. The prefix makes leaked tokens greppable by secret scanners;
  * the checksum lets svc-auth and the CLI reject typos and garbage without a lookup.
  */
+import { createHash, hash as oneShotHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import { err, ok, type Result } from './result.js';
+
 export const TOKEN_PREFIX = 'svc_';
 const RANDOM_CHARS = 43;
 const CHECKSUM_CHARS = 6;

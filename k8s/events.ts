@@ -1,13 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import type { Kube } from './kube.js';
-import { describeError } from './errors.js';
-
 /**
  * Kubernetes Events (events.k8s.io/v1) about the objects the operator reconciles. Emitting never blocks
  * and never throws: events go into a bounded queue drained by a couple of workers, and when the queue is
  * full (thousands of transitions at once, e.g. the first reconcile of a large namespace) the overflow is
  * dropped and counted, as client-go's broadcaster does. Notes must never contain token values or hashes.
  */
+import { randomBytes } from 'node:crypto';
+import type { Kube } from './kube.js';
+import { describeError } from './errors.js';
+
 export interface ObjectReference {
   readonly apiVersion: string;
   readonly kind: string;

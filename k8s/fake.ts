@@ -1,9 +1,3 @@
-import type { ConfigMapClient, ConfigMapObject } from './configmaps.js';
-import type { EventRecord, EventSink } from './events.js';
-import type { ListWatchSource, ObjectWithMeta, WatchEventType } from './informer.js';
-import type { LeaseClient, LeaseRecord } from './lease.js';
-import type { ScopeStatusClient, StatusPatch } from './scopes.js';
-
 /**
  * An in-memory stand-in for the parts of the API server this project uses, in the spirit of client-go's fake
  * clientset: resourceVersions from one counter, list/watch with replay from a resourceVersion (and 410 Gone
@@ -11,6 +5,12 @@ import type { ScopeStatusClient, StatusPatch } from './scopes.js';
  * with optimistic concurrency, and an `outage` switch that fails every call and cuts every watch. For unit
  * tests of the operator and of svc-auth's ConfigMap source; integration tests use the real control plane.
  */
+import type { ConfigMapClient, ConfigMapObject } from './configmaps.js';
+import type { EventRecord, EventSink } from './events.js';
+import type { ListWatchSource, ObjectWithMeta, WatchEventType } from './informer.js';
+import type { LeaseClient, LeaseRecord } from './lease.js';
+import type { ScopeStatusClient, StatusPatch } from './scopes.js';
+
 export class ApiError extends Error {
   constructor(
     readonly code: number,

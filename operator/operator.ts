@@ -1,3 +1,9 @@
+/**
+ * svc-operator put together: two resilient informers (the namespace's ProtectedScopes, and the snapshot's
+ * ConfigMaps) whose handlers only enqueue the namespace key; a work queue that runs one reconcile per batch of
+ * changes (a short debounce); the reconciler; an optional Lease elector deciding who writes. Everything that
+ * talks to the API server comes in as `OperatorBackends`, so tests can run the whole operator on fakes.
+ */
 import type { ProtectedScope } from '../core/index.js';
 import { type ConfigMapClient, type ConfigMapObject } from '../k8s/configmaps.js';
 import { describeError } from '../k8s/errors.js';
@@ -11,12 +17,6 @@ import { WorkQueue, type WorkQueueOptions } from './queue.js';
 import { Reconciler, type Logger, type ReconcilerOptions } from './reconciler.js';
 import { SnapshotWriter } from './snapshot-writer.js';
 
-/**
- * svc-operator put together: two resilient informers (the namespace's ProtectedScopes, and the snapshot's
- * ConfigMaps) whose handlers only enqueue the namespace key; a work queue that runs one reconcile per batch of
- * changes (a short debounce); the reconciler; an optional Lease elector deciding who writes. Everything that
- * talks to the API server comes in as `OperatorBackends`, so tests can run the whole operator on fakes.
- */
 export interface OperatorBackends {
   readonly scopes: ListWatchSource<ProtectedScope>;
   readonly configMapsWatch: ListWatchSource<ConfigMapObject>;

@@ -1,3 +1,10 @@
+/**
+ * The namespace reconcile, level-triggered: whatever changed, read every ProtectedScope from the informer
+ * cache, compile the snapshot, write what differs, then patch each object's status where it differs
+ * (lastTransitionTime aside), emit Events for transitions, and ask to run again at the next token expiry
+ * or stale-shard deadline. Only the leader writes; it checks before every single write, so a lost lease
+ * stops writing at once.
+ */
 import { API_GROUP_VERSION, KIND, shardSnapshot, type ProtectedScope } from '../core/index.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
 import type { ScopeStatusClient } from '../k8s/scopes.js';
@@ -7,13 +14,6 @@ import { Compiler, desiredNow, type Compiled, type SnapshotPhase } from './compi
 import { statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
 import type { OperatorMetrics } from './metrics.js';
 
-/**
- * The namespace reconcile, level-triggered: whatever changed, read every ProtectedScope from the informer
- * cache, compile the snapshot, write what differs, then patch each object's status where it differs
- * (lastTransitionTime aside), emit Events for transitions, and ask to run again at the next token expiry
- * or stale-shard deadline. Only the leader writes; it checks before every single write, so a lost lease
- * stops writing at once.
- */
 export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;

@@ -1,3 +1,10 @@
+/**
+ * Writes a compiled snapshot as ConfigMaps: immutable content-addressed shards first, the index (naming the
+ * generation and each shard's digest) last, so a reader that follows the index always finds every shard it
+ * names. Writes nothing that is already there (a restart with no change writes nothing new). Shards no index
+ * names any more are deleted after a grace period, so a reader still loading the previous generation finds
+ * its shards; owner references are not relied on (no garbage collector in the test control plane).
+ */
 import type { Shard, SnapshotIndex } from '../core/index.js';
 import type { ConfigMapClient, ConfigMapObject } from '../k8s/configmaps.js';
 import {
@@ -11,13 +18,6 @@ import {
   snapshotLabels,
 } from '../k8s/snapshot-objects.js';
 
-/**
- * Writes a compiled snapshot as ConfigMaps: immutable content-addressed shards first, the index (naming the
- * generation and each shard's digest) last, so a reader that follows the index always finds every shard it
- * names. Writes nothing that is already there (a restart with no change writes nothing new). Shards no index
- * names any more are deleted after a grace period, so a reader still loading the previous generation finds
- * its shards; owner references are not relied on (no garbage collector in the test control plane).
- */
 export class NotLeaderError extends Error {
   constructor() {
     super('not the leader: write skipped');

@@ -1,3 +1,15 @@
+/**
+ * The decision index of the ConfigMap source, updated by difference. Parsing and indexing a 100,000-token
+ * snapshot from scratch with core's AccessIndexBuilder costs far more than a change to one scope, which
+ * touches one shard: the next index is the previous one with that shard's scopes replaced. Nothing is edited
+ * in place: the new index shares the unchanged parts (IndexedScope objects, untouched trie nodes) and copies
+ * every map it changes, so the index in service is never seen half-updated and the swap stays one
+ * assignment. The token table (which has no deletion) is the exception: every new index gets a new one,
+ * made of the previous table's records minus the removed scopes' (copied as bytes, no parsing) plus the
+ * added scopes' tokens, in slices. The result is structurally what AccessIndexBuilder would build from
+ * the same lines (a property test holds the two equal); anything unexpected (a duplicate scope) falls back
+ * to a full build.
+ */
 import {
   AccessIndexBuilder,
   addScopeTokens,
@@ -14,18 +26,6 @@ import {
   type TopicNode,
 } from '../../core/index.js';
 
-/**
- * The decision index of the ConfigMap source, updated by difference. Parsing and indexing a 100,000-token
- * snapshot from scratch with core's AccessIndexBuilder costs far more than a change to one scope, which
- * touches one shard: the next index is the previous one with that shard's scopes replaced. Nothing is edited
- * in place: the new index shares the unchanged parts (IndexedScope objects, untouched trie nodes) and copies
- * every map it changes, so the index in service is never seen half-updated and the swap stays one
- * assignment. The token table (which has no deletion) is the exception: every new index gets a new one,
- * made of the previous table's records minus the removed scopes' (copied as bytes, no parsing) plus the
- * added scopes' tokens, in slices. The result is structurally what AccessIndexBuilder would build from
- * the same lines (a property test holds the two equal); anything unexpected (a duplicate scope) falls back
- * to a full build.
- */
 export interface IndexedShard {
   readonly digest: string;
   readonly lines: readonly string[];

@@ -1,14 +1,14 @@
-import { closedByFlag, describeState, newProtectedScope, scopeObjectName, stateOf, tokensOf, type ProtectedScope, type Scope } from '../../core/index.js';
-import type { Mutate } from '../backends/backend.js';
-import { structured } from '../output.js';
-import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags, subjectCount } from './common.js';
-
 /**
  * `svc auth close SCOPE` / `svc auth open SCOPE`: set or clear `closed: true`, which keeps a scope closed
  * with zero tokens (an embargoed dataset whose tokens come later). Closing writes the scope's own object
  * (created, with no token, when the scope has none); opening clears the flag on every object of the scope.
  * Tokens are never touched: a scope that still has tokens stays closed, and the answer says so.
  */
+import { closedByFlag, describeState, newProtectedScope, scopeObjectName, stateOf, tokensOf, type ProtectedScope, type Scope } from '../../core/index.js';
+import type { Mutate } from '../backends/backend.js';
+import { structured } from '../output.js';
+import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags, subjectCount } from './common.js';
+
 export interface CloseOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }

@@ -1,15 +1,15 @@
-import { closedByFlag, hashToken, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
-import type { Mutate } from '../backends/backend.js';
-import { failure, usageError } from '../errors.js';
-import { structured } from '../output.js';
-import { scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
-
 /**
  * Removing tokens edits every object of the scope (the CLI's and hand-written ones). When the last token
  * goes, the objects stay, with an empty token list: the scope is open, `show` still lists it (Open, 0
  * tokens), and a GitOps repository keeps a file whose diff shows the tokens leaving. Both backends do
  * the same; nothing is ever deleted.
  */
+import { closedByFlag, hashToken, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
+import type { Mutate } from '../backends/backend.js';
+import { failure, usageError } from '../errors.js';
+import { structured } from '../output.js';
+import { scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+
 export interface RemoveOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }

@@ -1,3 +1,9 @@
+/**
+ * `svc auth add-subject SCOPE (--user U | --group G)` and `remove-subject`: grants to identities of the
+ * OpenID provider, kept in `spec.subjects` next to the tokens. A subject closes the scope as a token does.
+ * Adding writes the scope's own object (created when the scope has none); removing edits every object that
+ * lists the subject. Both go through the store's update, so a concurrent edit is never lost.
+ */
 import {
   describeState, MAX_SUBJECTS_PER_OBJECT, mergeSubjects, newProtectedScope, scopeKey, scopeObjectName, stateOf, subjectKey, subjectsOf, tokensOf, closedByFlag, checkSubject,
   type ProtectedScope, type Scope, type Subject,
@@ -7,12 +13,6 @@ import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
 
-/**
- * `svc auth add-subject SCOPE (--user U | --group G)` and `remove-subject`: grants to identities of the
- * OpenID provider, kept in `spec.subjects` next to the tokens. A subject closes the scope as a token does.
- * Adding writes the scope's own object (created when the scope has none); removing edits every object that
- * lists the subject. Both go through the store's update, so a concurrent edit is never lost.
- */
 export interface SubjectOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
   readonly user?: string;
