@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { answerSets } from './answers.js';
+import { answerSets, headerValue } from './answers.js';
 
 const header = (headers: readonly string[], name: string) => headers[headers.indexOf(name) + 1];
 
@@ -38,5 +38,19 @@ describe('granted answers, prepared on first use and kept by token id', () => {
 
   it('refuse a scope that cannot be a header value (the handler answers with a refusal instead)', () => {
     expect(() => answerSets(30).nginx.granted.answer('topic:a\r\nSet-Cookie: x', 'abc123abc123', Infinity, NOW)).toThrow(TypeError);
+  });
+});
+
+describe('identity names as header values', () => {
+  it('two different names never give the same value (RFC 8187 ext-value for anything but plain ASCII without %)', () => {
+    const names = ['alice', '\u0430lice', '%D0%B0lice', "UTF-8''%D0%B0lice", 'a b', 'a%20b', 'ü', '%C3%BC', 'x*y', "UTF-8''x"];
+    const values = names.map(headerValue);
+    expect(new Set(values).size).toBe(names.length);
+    expect(values.slice(0, 3)).toEqual(['alice', "UTF-8''%D0%B0lice", "UTF-8''%25D0%25B0lice"]);
+  });
+
+  it('decodes back to the name the way the README tells a backend to', () => {
+    const decode = (v: string) => (v.startsWith("UTF-8''") ? decodeURIComponent(v.slice(7)) : v);
+    for (const n of ['alice', '\u0430lice', '%D0%B0lice', "UTF-8''%D0%B0lice", 'Ölçü grubu', 'a\tb']) expect(decode(headerValue(n))).toBe(n);
   });
 });

@@ -105,8 +105,7 @@ export function sendGranted(res: HeadResponse, set: AnswerSet, scope: string, to
 /**
  * A grant to an identity (a verified JWT): the scope, the user and, when a group granted, the group, for the
  * proxy to pass on (`auth_request_set`, ForwardAuth's authResponseHeaders). Built per answer: identities are
- * many and the JWT path is dominated by verification anyway. A name that is not printable ASCII is sent
- * percent-encoded (HTTP header values cannot carry it as it is).
+ * many and the JWT path is dominated by verification anyway. Names go through headerValue (below).
  */
 export function sendGrantedIdentity(res: HeadResponse, set: AnswerSet, scope: string, user: string, group: string | undefined, expiresAtMs: number, nowMs: number): void {
   const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-User', headerValue(user)];
@@ -116,9 +115,26 @@ export function sendGrantedIdentity(res: HeadResponse, set: AnswerSet, scope: st
   sendAnswer(res, new PreparedAnswer(200, headers));
 }
 
-const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+/** Printable ASCII without `%`: sent as it is. */
+const PLAIN = /^[\x20-\x24\x26-\x7e]*$/;
+/** RFC 8187's attr-char: what an ext-value leaves unencoded. */
+const ATTR_CHAR = /[A-Za-z0-9!#$&+\-.^_`|~]/;
+
+/**
+ * A name as a header value that no other name gives: printable ASCII without `%` as it is, anything else as an
+ * RFC 8187 ext-value (`UTF-8''` and the UTF-8 bytes percent-encoded, `%` included). A plain value never
+ * contains `%` and an encoded one always does, so `аlice` (Cyrillic а, `UTF-8''%D0%B0lice`) and a user
+ * literally named `%D0%B0lice` (`UTF-8''%25D0%25B0lice`) stay apart. A backend decodes a value that starts
+ * with `UTF-8''` by percent-decoding the rest as UTF-8, and takes any other value as it is.
+ */
 export function headerValue(s: string): string {
-  return PRINTABLE_ASCII.test(s) ? s : encodeURIComponent(s);
+  if (PLAIN.test(s)) return s;
+  let out = "UTF-8''";
+  for (const byte of Buffer.from(s, 'utf8')) {
+    const c = String.fromCharCode(byte);
+    out += byte < 0x80 && ATTR_CHAR.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
 }
 
 export function sendInsufficientScope(res: HeadResponse, set: AnswerSet, scopes: string): void {

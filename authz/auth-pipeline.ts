@@ -44,6 +44,15 @@ function kindOf(governing: readonly Scope[]): ScopeKindLabel {
   return kind;
 }
 
+/**
+ * The scope a refusal is summed under: a scope of the store, or UNCOVERED for a path no scope covers (closed by
+ * default), whose value the client chose (any process id): a summary key per id would let it write a line each.
+ */
+const UNCOVERED = 'uncovered (closed by default)';
+function summaryScope(d: { readonly governing: readonly Scope[]; readonly closedByDefault: boolean }): string {
+  return d.closedByDefault ? UNCOVERED : keysOf(d.governing);
+}
+
 function keysOf(governing: readonly Scope[]): string {
   return governing.length === 1 ? scopeKey(governing[0]!) : governing.map(scopeKey).join(' ');
 }
@@ -90,11 +99,11 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     if (d === null) return { endpoint, outcome };
     switch (d.outcome) {
       case 'insufficient-scope':
-        return { endpoint, outcome, scope: keysOf(d.governing), tokenId: d.tokenId, issuer: d.issuer, user: d.user };
+        return { endpoint, outcome, scope: summaryScope(d), tokenId: d.tokenId, issuer: d.issuer, user: d.user };
       case 'invalid-token':
-        return { endpoint, outcome, scope: keysOf(d.governing), why: d.why, tokenId: d.tokenId };
+        return { endpoint, outcome, scope: summaryScope(d), why: d.why, tokenId: d.tokenId };
       case 'no-token':
-        return { endpoint, outcome, scope: keysOf(d.governing) };
+        return { endpoint, outcome, scope: summaryScope(d) };
       case 'malformed':
         return { endpoint, outcome, reason: d.reason };
       default:

@@ -69,10 +69,19 @@ function nodeEcho(req: IncomingMessage, res: ServerResponse): void {
   res.end();
 }
 
+/**
+ * Answers at once, or later (a target of odd length waits a few milliseconds, as a JWT waiting for its
+ * verification does), so every test and the differential below also check that answers leave in request
+ * order whatever each one waits for.
+ */
 function frontEcho(req: HeadRequest, res: HeadResponse): boolean {
   if (!req.url!.startsWith('/authz/')) return false;
-  res.writeHead(200, ['X-Via', 'front', 'X-Echo', echoOf(req), 'Content-Length', '0']);
-  res.end();
+  const answer = () => {
+    res.writeHead(200, ['X-Via', 'front', 'X-Echo', echoOf(req), 'Content-Length', '0']);
+    res.end();
+  };
+  if (req.url!.length % 2 === 0) answer();
+  else setTimeout(answer, req.url!.length % 5);
   return true;
 }
 
@@ -216,6 +225,12 @@ describe('the front on a real socket', () => {
     ]);
     expect(out[0]!.headers).toMatchObject({ connection: 'keep-alive', 'keep-alive': 'timeout=65', 'content-length': '0' });
     expect(new Date(out[0]!.headers.date!).getTime()).toBeGreaterThan(0);
+  });
+
+  it('answers in request order when an earlier answer waits (a JWT being verified) and a later one is immediate', async () => {
+    // /authz/slow1 (odd length) waits; /authz/2 and /authz/04 (even) are answered at once, yet leave after it.
+    const pipelined = parseResponses(await exchange(frontPort, [GET('/authz/slow1') + GET('/authz/04') + GET('/authz/slow3') + GET('/authz/06')]));
+    expect(pipelined.map((r) => JSON.parse(Buffer.from(r.headers['x-echo']!, 'base64').toString()).url)).toEqual(['/authz/slow1', '/authz/04', '/authz/slow3', '/authz/06']);
   });
 
   it('answers pipelined requests in order, and a head that arrives a byte at a time', async () => {

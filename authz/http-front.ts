@@ -315,6 +315,7 @@ class FrontResponse implements HeadResponse {
 
   end(body?: Buffer): this {
     if (!this.headersSent) this.writeHead(200, ['Content-Length', String(body?.length ?? 0)]);
+    if (this.conn.draining) this.shouldKeepAlive = false;
     let out = `${statusLine(this.status)}${this.block}${date()}`;
     out += this.shouldKeepAlive ? this.conn.keepAliveLine : 'Connection: close\r\n';
     out += '\r\n';
@@ -326,6 +327,8 @@ class FrontResponse implements HeadResponse {
   sendPrepared(answer: PreparedAnswer): void {
     if (this.headersSent) throw new Error('an answer was already sent');
     this.headersSent = true;
+    // Shutdown began while this answer was in flight: it is the connection's last.
+    if (this.conn.draining) this.shouldKeepAlive = false;
     this.conn.send(answer.text(this.shouldKeepAlive, this.conn.keepAliveLine), !this.shouldKeepAlive);
   }
 
@@ -340,6 +343,13 @@ class Connection {
   private pendingSince = 0;
   private closing = false;
   private waiting = false;
+  /**
+   * An answer is still to come (the handler verifies a JWT, say): HTTP/1.1 answers leave in request order, so
+   * the requests behind it wait, unread, until it is sent.
+   */
+  private awaiting = false;
+  /** The client finished sending while an answer was in flight: its requests still queued are answered first. */
+  private endedWhileAwaiting = false;
   private readonly onData = (chunk: Buffer) => this.receive(chunk);
   private readonly onDrain = () => this.resume();
   private readonly onEnd = () => this.ended();
@@ -362,7 +372,12 @@ class Connection {
   }
 
   get idle(): boolean {
-    return this.pending === null;
+    return this.pending === null && !this.awaiting;
+  }
+
+  /** svc-auth is shutting down: the answer in flight is the connection's last. */
+  get draining(): boolean {
+    return this.front.draining;
   }
 
   /** Closes after the current answer (if a request is half received) or now. */
@@ -376,6 +391,18 @@ class Connection {
       this.closing = true;
       this.socket.end();
     }
+    if (!this.awaiting) return;
+    // The answer everything behind it waited for: read on.
+    this.awaiting = false;
+    if (this.closing) return;
+    const rest = this.pending;
+    this.pending = null;
+    this.socket.resume();
+    if (rest !== null) this.process(rest);
+    if (this.endedWhileAwaiting && !this.awaiting) {
+      this.endedWhileAwaiting = false;
+      this.ended();
+    }
   }
 
   /**
@@ -383,6 +410,10 @@ class Connection {
    * 400 and closes (its parser's finish() fails), and so does the front; otherwise close our side too.
    */
   private ended(): void {
+    if (this.awaiting) {
+      this.endedWhileAwaiting = true;
+      return;
+    }
     if (this.pending !== null && !this.closing) {
       this.closing = true;
       this.socket.end(BAD_REQUEST);
@@ -393,6 +424,11 @@ class Connection {
 
   private receive(chunk: Buffer): void {
     if (this.closing) return;
+    if (this.awaiting) {
+      // Kept in arrival order for when the answer in flight is out (the socket is paused; this is what was buffered).
+      this.pending = this.pending === null ? Buffer.from(chunk) : Buffer.concat([this.pending, chunk]);
+      return;
+    }
     if (this.pending !== null && Date.now() - this.pendingSince > this.front.headersTimeoutMs) {
       this.socket.destroy();
       return;
@@ -413,6 +449,14 @@ class Connection {
       }
       at = end + 4;
       if (this.closing) return;
+      if (!res!.headersSent) {
+        // Answered later: stop reading until then (see `awaiting`).
+        this.awaiting = true;
+        this.socket.pause();
+        this.pending = at < buf.length ? Buffer.from(buf.subarray(at)) : null;
+        this.pendingSince = Date.now();
+        return;
+      }
       if (this.socket.writableNeedDrain && at < buf.length) {
         // The client is not reading its answers: stop reading its requests until it does.
         this.keep(buf.subarray(at), true);

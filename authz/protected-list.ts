@@ -1,8 +1,9 @@
 /**
  * `GET /authz/v1/protected`: what a metadata publisher (or a client) may know of the access control, and
  * nothing more: every closed scope's kind and value, and how credentials are presented. Never a token id,
- * hash, count or description. Rendered once per index in service (and per configuration), with an ETag
- * over the body, so a harvester polling it costs a string comparison.
+ * hash, count or description, nor the snapshot generation, which moves with every token added or revoked: the
+ * body, and so its ETag, change only when what it lists changes. Rendered once per index in service (and per
+ * configuration), so a harvester polling it costs a string comparison.
  */
 import { createHash } from 'node:crypto';
 import type { AccessConfig, AccessIndex, IndexedScope, TopicNode } from '../core/index.js';
@@ -29,7 +30,6 @@ export function renderProtectedList(index: AccessIndex, config: AccessConfig): P
   const api = `/${config.apiPrefix.join('/')}`;
   const scopes = [...closedScopes(index)].map((s) => ({ kind: s.scope.kind, value: s.scope.value })).sort((a, b) => (a.kind === b.kind ? (a.value < b.value ? -1 : 1) : a.kind < b.kind ? -1 : 1));
   const body = JSON.stringify({
-    generation: index.generation,
     // OpenAPI security scheme objects, as WCMP2 links carry them (`security`).
     credentials: [
       { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <token>' },

@@ -543,7 +543,7 @@ describe('GET /authz/v1/protected (public: what metadata publishers need)', () =
     // Only these keys anywhere in the document: nothing about tokens but how to present one.
     const keys = new Set<string>();
     JSON.parse(a.body, (k: string, v: unknown) => (keys.add(k), v));
-    expect([...keys].filter((k) => k !== '' && !/^\d+$/.test(k)).sort()).toEqual(['closedByDefault', 'credentials', 'description', 'generation', 'in', 'kind', 'name', 'scheme', 'scopes', 'type', 'value']);
+    expect([...keys].filter((k) => k !== '' && !/^\d+$/.test(k)).sort()).toEqual(['closedByDefault', 'credentials', 'description', 'in', 'kind', 'name', 'scheme', 'scopes', 'type', 'value']);
   });
 
   it('answers 304 to If-None-Match with its ETag', async () => {
@@ -581,6 +581,25 @@ describe('svc-auth refusal lines', () => {
     // About 260 bytes a refusal before; now the sample and the summary only, however many refusals there are.
     expect(log.text.length).toBeLessThan(5 * 400 + 5 * 400);
     expect(log.text.includes(T_UNKNOWN)).toBe(false);
+  });
+});
+
+describe('refusal summaries are keyed by bounded values only', () => {
+  it('1,500 refusals of distinct uncovered process ids (a path each) write one summary line, not one per id', async () => {
+    const log = new Capture();
+    const { logger } = createLogger('info', log);
+    const server = await serveStatic(fixtureIndex(), logger, { usageWindowMs: 0, refusalSample: 5 });
+    const n = 1500;
+    for (let i = 0; i < n; i++) {
+      const a = await ask(server.url, 'forward-auth', { target: `/oapi/processes/uncovered-${i}/execution`, method: 'POST' });
+      expect(a.status).toBe(401);
+    }
+    await server.shutdown();
+    const lines = log.text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const summary = lines.filter((l) => l.msg === 'requests refused').map((l) => [l.outcome, l.scope, l.refused]);
+    expect(summary).toEqual([['no-token', 'uncovered (closed by default)', n]]);
+    // The sample (5 lines) and one summary line: a few KB, however many ids were tried.
+    expect(log.text.length).toBeLessThan(5 * 400 + 2 * 400);
   });
 });
 

@@ -193,7 +193,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     stopping ??= (async () => {
       state.draining = true;
       metrics.setReady(false);
-      oidc?.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       front.closeIdle();
@@ -204,6 +203,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }, drainTimeoutMs);
       await closed;
       clearTimeout(force);
+      // After the drain: JWT requests still waiting for verification are answered, not reset.
+      oidc?.stop();
       usage.stop();
       refusals.stop();
       await source.stop();

@@ -1,0 +1,37 @@
+import { describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hashToken, newProtectedScope, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../core/index.js';
+import { renderProtectedList } from './protected-list.js';
+
+const record = (seed: string): TokenRecord => {
+  const hash = hashToken(formatGeneratedToken(createHash('sha256').update(seed).digest()));
+  return { id: tokenIdOf(hash), hash, createdAt: '2026-11-21T00:00:00Z' };
+};
+
+function indexOf(scopes: readonly [Scope, readonly TokenRecord[]][]): AccessIndex {
+  const snapshot = compileSnapshot(scopes.map(([scope, tokens], i) => newProtectedScope(scope, `o${i}`, undefined, tokens)));
+  const index = buildIndex(snapshot.generation, snapshot.lines);
+  if (!index.ok) throw new Error(index.error);
+  return index.value;
+}
+
+const TOPIC: Scope = { kind: 'topic', value: 'origin.a.wis2.mw-met.data.core' };
+const DATASET: Scope = { kind: 'dataset', value: 'urn:wmo:md:mw-met:obs' };
+
+describe('the public list of closed scopes', () => {
+  it('keeps its body and ETag while only tokens change (no token churn visible to pollers)', () => {
+    const one = indexOf([[TOPIC, [record('a')]]]);
+    const two = indexOf([[TOPIC, [record('a'), record('b')]]]);
+    const other = indexOf([[TOPIC, [record('c')]]]);
+    expect(two.generation).not.toBe(one.generation);
+    expect(renderProtectedList(two, DEFAULT_CONFIG)).toEqual(renderProtectedList(one, DEFAULT_CONFIG));
+    expect(renderProtectedList(other, DEFAULT_CONFIG).etag).toBe(renderProtectedList(one, DEFAULT_CONFIG).etag);
+  });
+
+  it('changes its ETag when what it lists changes (a scope closes or opens)', () => {
+    const one = indexOf([[TOPIC, [record('a')]]]);
+    const more = indexOf([[TOPIC, [record('a')]], [DATASET, [record('d')]]]);
+    expect(renderProtectedList(more, DEFAULT_CONFIG).etag).not.toBe(renderProtectedList(one, DEFAULT_CONFIG).etag);
+    expect(JSON.parse(renderProtectedList(more, DEFAULT_CONFIG).body).scopes).toEqual([{ kind: 'dataset', value: DATASET.value }, { kind: 'topic', value: TOPIC.value }]);
+  });
+});
