@@ -19,6 +19,7 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the package's `prepare` (tsc) would run before the sources are here; we build below.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY lib ./lib
 COPY core ./core
 COPY k8s ./k8s
 COPY operator ./operator

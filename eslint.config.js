@@ -1,7 +1,8 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// The layering of ARCHITECTURE.md, enforced: core imports nothing of ours and no I/O; no program imports another.
+// The layering of ARCHITECTURE.md, enforced: lib imports nothing of ours and no I/O; core imports only lib and no I/O;
+// no program imports another.
 const io = ['fs', 'node:fs', 'fs/promises', 'node:fs/promises', 'http', 'node:http', 'https', 'node:https', 'net', 'node:net',
   'child_process', 'node:child_process', 'dgram', 'node:dgram', 'worker_threads', 'node:worker_threads'];
 const layer = (folder, forbidden, extraPaths = []) => ({
@@ -23,6 +24,18 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly', URL: 'readonly' } },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // lib/ imports nothing of ours: any relative import that leaves lib/ is refused, whatever folder it reaches.
+    files: ['lib/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [...io, 'os', 'node:os', 'crypto', 'node:crypto', '@kubernetes/client-node', 'express', 'pino', 'prom-client', 'commander', 'js-yaml', 'jose']
+          .map((name) => ({ name, message: 'lib/ holds small generic mechanisms: no I/O but timers, no dependencies.' })),
+        patterns: [{ group: ['../*', '../**'], message: 'lib/ may not import anything outside lib/ (ARCHITECTURE.md layout).' }],
+      }],
     },
   },
   layer('core', ['k8s', 'operator', 'authz', 'cli', 'test', 'bench'],

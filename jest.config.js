@@ -16,7 +16,7 @@ export default {
       displayName: 'unit',
       // Generous: CI machines have 2 cores and some unit tests spawn real processes and servers.
       testTimeout: 30000,
-      testMatch: ['<rootDir>/{core,k8s,operator,authz,cli}/**/*.test.ts'],
+      testMatch: ['<rootDir>/{lib,core,k8s,operator,authz,cli}/**/*.test.ts', '<rootDir>/test/support/**/*.test.ts'],
     },
     {
       ...common,
@@ -27,8 +27,9 @@ export default {
     {
       ...common,
       displayName: 'integration',
-      // One real etcd + kube-apiserver per run (test/controlplane), each test in its own namespace.
-      testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/controlplane/**/*.test.ts'],
+      // One real etcd + kube-apiserver per run (test/controlplane), each test in its own namespace. test/prometheus:
+      // the chart's alerts and dashboard on Debian's Prometheus, scraping svc-auth and svc-operator on that control plane.
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/controlplane/**/*.test.ts', '<rootDir>/test/prometheus/**/*.test.ts'],
       globalSetup: '<rootDir>/test/controlplane/global-setup.ts',
       globalTeardown: '<rootDir>/test/controlplane/global-teardown.ts',
       testTimeout: 30000,

@@ -1,5 +1,5 @@
-import { isIP } from 'node:net';
 import { parsePrefix, type AccessConfig } from '../core/index.js';
+import { parseListenAddress } from '../lib/listen-address.js';
 
 export interface HostPort {
   readonly host: string;
@@ -9,17 +9,14 @@ export interface HostPort {
 /** A usage mistake: main prints it with a hint and exits 2. */
 export class UsageError extends Error {}
 
-/** `HOST:PORT`, `:PORT` (all interfaces) or `[IPv6]:PORT`; port 0 picks a free one. */
+/** A listen flag in lib/listen-address.ts's grammar; no host means every IPv4 interface, as svc-auth always did. */
 export function parseHostPort(flag: string, value: string): HostPort {
-  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value.trim());
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new UsageError(`${flag} ${JSON.stringify(value)}: expected HOST:PORT such as 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080`);
-  const host = m[1] ?? (m[2] || '0.0.0.0');
-  if (m[1] !== undefined && isIP(m[1]) !== 6) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${m[1]} is not an IPv6 address`);
-  if (m[2] !== undefined && m[2].length > 0 && isIP(m[2]) === 0 && !/^[A-Za-z0-9.-]+$/.test(m[2])) {
-    throw new UsageError(`${flag} ${JSON.stringify(value)}: ${m[2]} is neither an IP address nor a host name`);
+  try {
+    const { host, port } = parseListenAddress(value);
+    return { host: host ?? '0.0.0.0', port };
+  } catch (e) {
+    throw new UsageError(`${flag} ${(e as Error).message}`);
   }
-  return { host, port };
 }
 
 const QUERY_PARAM = /^[A-Za-z0-9._~-]+$/;

@@ -2,6 +2,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseDuration, TIMER_MAX_MS } from '../lib/duration.js';
 import { CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import type { Io } from './io.js';
 import type { ScopeStore, StoreOptions } from './backends/backend.js';
@@ -44,12 +45,13 @@ function version(): string {
   return 'unknown';
 }
 
-/** `30s`, `2m`, or plain seconds. */
+/** A timeout past what a timer honours would fire at once: refused rather than silently useless. */
 function parseTimeout(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
-  const ms = m ? Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 'm' ? 60_000 : 1000) : NaN;
-  if (!(ms > 0)) throw usageError(`--request-timeout: "${text}" is not a duration such as 30s or 2m`);
-  return ms;
+  try {
+    return parseDuration(text, { positive: true, maxMs: TIMER_MAX_MS });
+  } catch (e) {
+    throw usageError(`--request-timeout: ${(e as Error).message}`);
+  }
 }
 
 function storeOptions(g: GlobalOptions): StoreOptions {

@@ -1,5 +1,3 @@
-import { describeError, isGone, retryAfterMs } from './errors.js';
-
 /**
  * A list-then-watch cache that does not give up. client-node's `makeInformer` stops for good after any
  * error but 410 and hangs on a silently dead connection; this one:
@@ -15,6 +13,9 @@ import { describeError, isGone, retryAfterMs } from './errors.js';
  *
  * The transport is a `ListWatchSource`, so this logic is unit-tested without a server.
  */
+import { backoffDelay } from '../lib/backoff.js';
+import { describeError, isGone, retryAfterMs } from './errors.js';
+
 export interface ObjectWithMeta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string };
 }
@@ -208,9 +209,8 @@ export class ResilientInformer<T extends ObjectWithMeta> {
   }
 
   private backoff(attempt: number, retryAfter: number | undefined): number {
-    const exp = Math.min(this.opts.backoffMaxMs, this.opts.backoffInitialMs * 2 ** Math.min(attempt - 1, 20));
-    const jittered = exp / 2 + (this.opts.random() * exp) / 2;
-    return Math.max(jittered, retryAfter ?? 0);
+    const policy = { initialMs: this.opts.backoffInitialMs, maxMs: this.opts.backoffMaxMs, jitter: [0.5, 1] as const };
+    return Math.max(backoffDelay(attempt, policy, this.opts.random), retryAfter ?? 0);
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,5 +1,14 @@
-import { readFileSync } from 'node:fs';
+/**
+ * The one connection set-up to the API server, for every program: the kube configuration loaded as kubectl
+ * loads it (failures are KubeErrors that say what to check), and the typed clients built on it, each request
+ * with a timeout (client-node has none, so a hung server would hang a reconcile for ever). Long-running
+ * programs (`connect`) also share one keep-alive HTTPS agent (client-node 1.x makes a new agent, and so a new
+ * TLS handshake, per request); a CLI invocation, a handful of requests long, does without.
+ */
+import { existsSync, readFileSync } from 'node:fs';
 import https from 'node:https';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import {
   CoordinationV1Api,
   CoreV1Api,
@@ -14,19 +23,26 @@ import {
   type RequestContext,
   type ResponseContext,
 } from '@kubernetes/client-node';
+import { KubeError, orElse } from './errors.js';
 
-/**
- * The connection to the API server: a KubeConfig and the typed clients built on it. Every API client shares
- * one keep-alive HTTPS agent (client-node 1.x makes a new agent, and so a new TLS handshake, per request)
- * and gets a per-request timeout (it has none, so a hung server would hang a reconcile for ever).
- */
-export interface KubeConnectOptions {
-  /** A kubeconfig file; default: in-cluster config inside a pod, else $KUBECONFIG / ~/.kube/config. */
+export interface KubeConfigOptions {
+  /** A kubeconfig file; default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account. */
   readonly kubeconfig?: string;
   readonly context?: string;
+  /** $KUBECONFIG as the caller's environment has it (present but undefined: unset); default process.env.KUBECONFIG. */
+  readonly kubeconfigEnv?: string;
+  /** The home directory whose .kube/config is the default; default os.homedir(). */
+  readonly homeDir?: string;
+  /** What a person can do instead of a cluster, appended to "no cluster" messages (the CLI's --dir). */
+  readonly otherwise?: string;
+}
+
+export interface KubeConnectOptions extends KubeConfigOptions {
   /** Timeout of one API request (not of watches), ms. */
   readonly requestTimeoutMs?: number;
 }
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 export interface Kube {
   readonly kc: KubeConfig;
@@ -43,14 +59,68 @@ export interface Kube {
 }
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
-export function loadKubeConfig(opts: Pick<KubeConnectOptions, 'kubeconfig' | 'context'> = {}): KubeConfig {
+/** Loads the kube configuration as kubectl would; throws KubeError ('Config', 'NoConfig') when there is none usable. */
+export function loadKubeConfig(opts: KubeConfigOptions = {}): KubeConfig {
   const kc = new KubeConfig();
-  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
-  else kc.loadFromDefault();
-  if (opts.context) kc.setCurrentContext(opts.context);
-  if (!kc.getCurrentCluster()) throw new Error('no Kubernetes cluster configured (kubeconfig has no current cluster)');
+  try {
+    loadConfigFiles(kc, opts);
+  } catch (e) {
+    if (e instanceof KubeError) throw e;
+    throw new KubeError('Config', `cannot load the kubeconfig: ${firstLine((e as Error).message)} (check --kubeconfig or KUBECONFIG)`);
+  }
+  if (opts.context !== undefined) useContext(kc, opts.context);
+  if (!kc.getCurrentCluster()) {
+    throw new KubeError('Config', `no Kubernetes cluster configured: set --kubeconfig, KUBECONFIG or ~/.kube/config (or run inside a pod)${orElse(opts.otherwise)}`);
+  }
   return kc;
+}
+
+function loadConfigFiles(kc: KubeConfig, opts: KubeConfigOptions): void {
+  const kubeconfigEnv = 'kubeconfigEnv' in opts ? opts.kubeconfigEnv : process.env.KUBECONFIG;
+  if (opts.kubeconfig !== undefined) {
+    if (!existsSync(opts.kubeconfig)) throw new KubeError('Config', `kubeconfig ${opts.kubeconfig} does not exist: check --kubeconfig`);
+    kc.loadFromFile(opts.kubeconfig);
+  } else if (kubeconfigEnv) {
+    // $KUBECONFIG as kubectl reads it: a list of files, the first one's current context wins.
+    const files = kubeconfigEnv.split(delimiter).filter((f) => f.length > 0 && existsSync(f));
+    if (files.length === 0) throw new KubeError('Config', `none of the files in KUBECONFIG (${kubeconfigEnv}) exists: check KUBECONFIG or use --kubeconfig`);
+    kc.loadFromFile(files[0]!);
+    for (const file of files.slice(1)) {
+      const more = new KubeConfig();
+      more.loadFromFile(file);
+      kc.mergeConfig(more, true);
+    }
+  } else {
+    // client-node falls back to http://localhost:8080 when it finds nothing, whose error ("HTTP protocol is not
+    // allowed when skipTLSVerify is not set") says nothing useful: say what is missing instead.
+    if (!inPod() && !existsSync(join(opts.homeDir ?? homedir(), '.kube', 'config'))) {
+      throw new KubeError('NoConfig', `no Kubernetes configuration found: set KUBECONFIG or pass --kubeconfig FILE (and --context NAME)${orElse(opts.otherwise)}`);
+    }
+    kc.loadFromDefault();
+  }
+}
+
+function useContext(kc: KubeConfig, context: string): void {
+  if (!kc.getContextObject(context)) {
+    const known = kc.getContexts().map((c) => c.name);
+    throw new KubeError('Config', `context "${context}" is not in the kubeconfig${known.length ? ` (contexts: ${known.join(', ')})` : ''}: check --context`);
+  }
+  kc.setCurrentContext(context);
+}
+
+const inPod = (): boolean => existsSync(SERVICE_ACCOUNT_TOKEN) && process.env.KUBERNETES_SERVICE_HOST !== undefined;
+
+/** The API server and context a loaded configuration points at, as messages name them. */
+export function targetOf(kc: KubeConfig): { server: string; context: string; contextNamespace: string | undefined } {
+  const contextName = kc.getCurrentContext();
+  const inCluster = contextName === 'inClusterContext' && existsSync(SERVICE_ACCOUNT_TOKEN);
+  return {
+    server: kc.getCurrentCluster()?.server ?? '',
+    context: inCluster ? 'in-cluster' : contextName,
+    contextNamespace: kc.getContextObject(contextName)?.namespace?.trim() || undefined,
+  };
 }
 
 /** The pod's namespace (downward API env or the service account file), else the kube context's. */
@@ -74,37 +144,8 @@ export async function connect(opts: KubeConnectOptions = {}): Promise<Kube> {
 export async function fromKubeConfig(kc: KubeConfig, opts: Pick<KubeConnectOptions, 'requestTimeoutMs'> = {}): Promise<Kube> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('no Kubernetes cluster configured');
-  const timeoutMs = opts.requestTimeoutMs ?? 30_000;
-  let agent: https.Agent | undefined;
-  if (cluster.server.startsWith('https:') && !cluster.proxyUrl) {
-    const tls: https.RequestOptions = {};
-    await kc.applyToHTTPSOptions(tls);
-    agent = new https.Agent({
-      keepAlive: true,
-      maxSockets: 64,
-      ca: tls.ca,
-      cert: tls.cert,
-      key: tls.key,
-      pfx: tls.pfx,
-      passphrase: tls.passphrase,
-      servername: tls.servername ?? cluster.tlsServerName,
-      ...(tls.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
-      ...(cluster.skipTLSVerify ? { rejectUnauthorized: false } : {}),
-    });
-  }
-  const middleware = {
-    pre: async (ctx: RequestContext): Promise<RequestContext> => {
-      if (agent) ctx.setAgent(agent);
-      if (!ctx.getSignal()) ctx.setSignal(AbortSignal.timeout(timeoutMs));
-      return ctx;
-    },
-    post: async (r: ResponseContext): Promise<ResponseContext> => r,
-  };
-  const config = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: kc },
-    promiseMiddleware: [middleware],
-  });
+  const agent = await keepAliveAgent(kc);
+  const config = apiConfiguration(kc, { timeoutMs: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, ...(agent ? { agent } : {}) });
   const makeClient = <T extends ApiType>(apiClass: new (config: Configuration) => T): T => new apiClass(config);
   return {
     kc,
@@ -117,4 +158,47 @@ export async function fromKubeConfig(kc: KubeConfig, opts: Pick<KubeConnectOptio
     makeClient,
     close: () => agent?.destroy(),
   };
+}
+
+/** One agent for every request to an https server (a proxy makes its own connections). */
+async function keepAliveAgent(kc: KubeConfig): Promise<https.Agent | undefined> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster || !cluster.server.startsWith('https:') || cluster.proxyUrl) return undefined;
+  const tls: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(tls);
+  return new https.Agent({
+    keepAlive: true,
+    maxSockets: 64,
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    pfx: tls.pfx,
+    passphrase: tls.passphrase,
+    servername: tls.servername ?? cluster.tlsServerName,
+    ...(tls.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
+    ...(cluster.skipTLSVerify ? { rejectUnauthorized: false } : {}),
+  });
+}
+
+/** The configuration every API client is built on: the kubeconfig's server and credentials, a timeout per request. */
+export function apiConfiguration(kc: KubeConfig, opts: { readonly timeoutMs: number; readonly agent?: https.Agent }): Configuration {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('no Kubernetes cluster configured');
+  const middleware = {
+    pre: async (ctx: RequestContext): Promise<RequestContext> => {
+      if (opts.agent) ctx.setAgent(opts.agent);
+      if (!ctx.getSignal()) ctx.setSignal(AbortSignal.timeout(opts.timeoutMs));
+      return ctx;
+    },
+    post: async (r: ResponseContext): Promise<ResponseContext> => r,
+  };
+  return createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: kc },
+    promiseMiddleware: [middleware],
+  });
+}
+
+function firstLine(s: string): string {
+  return s.split('\n')[0]!.trim();
 }

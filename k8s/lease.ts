@@ -1,7 +1,3 @@
-import type { V1Lease } from '@kubernetes/client-node';
-import type { Kube } from './kube.js';
-import { describeError, isConflict, isNotFound } from './errors.js';
-
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, the way client-go's leaderelection does it:
  *
@@ -15,6 +11,11 @@ import { describeError, isConflict, isNotFound } from './errors.js';
  *
  * Writes are optimistic (resourceVersion), so two candidates cannot both win one round.
  */
+import type { V1Lease } from '@kubernetes/client-node';
+import type { Kube } from './kube.js';
+import { jitter } from '../lib/backoff.js';
+import { describeError, isConflict, isNotFound } from './errors.js';
+
 export interface LeaseRecord {
   readonly holderIdentity?: string;
   readonly leaseDurationSeconds?: number;
@@ -142,7 +143,7 @@ export class LeaderElector {
     } else {
       if (this.leading && this.now() - this.lastRenewMs >= this.renewDeadlineMs) this.loseLeadership();
       // Candidates spread their retries (client-go's JitterFactor 1.2); a leader retries a failed renewal at once-ish.
-      this.schedule(this.leading ? Math.min(this.retryPeriodMs, 500) : this.retryPeriodMs * (1 + 0.2 * this.random()));
+      this.schedule(this.leading ? Math.min(this.retryPeriodMs, 500) : jitter(this.retryPeriodMs, [1, 1.2], this.random));
     }
   }
 

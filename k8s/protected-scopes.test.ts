@@ -76,10 +76,11 @@ describe('ProtectedScopeClient configuration', () => {
     expect((error as KubeError).message).toMatch(pattern);
   });
 
-  it('a kubeconfig without clusters says how to configure one (or use --dir)', () => {
+  it('a kubeconfig without clusters says how to configure one (or what the program offers instead)', () => {
     const empty = join(dir, 'empty');
     writeFileSync(empty, 'apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n');
-    expect(() => ProtectedScopeClient.fromOptions({ kubeconfig: empty })).toThrow(/no Kubernetes cluster configured: .*or use --dir DIR/);
+    expect(() => ProtectedScopeClient.fromOptions({ kubeconfig: empty })).toThrow(/^no Kubernetes cluster configured: set --kubeconfig, KUBECONFIG or ~\/\.kube\/config \(or run inside a pod\)$/);
+    expect(() => ProtectedScopeClient.fromOptions({ kubeconfig: empty, otherwise: 'use --dir DIR' })).toThrow(/no Kubernetes cluster configured: .*, or use --dir DIR$/);
   });
 });
 
@@ -173,7 +174,7 @@ describe('ProtectedScopeClient failures', () => {
     await new Promise((r) => closed.close(r));
     const refusedConfig = join(dir, 'refused');
     writeFileSync(refusedConfig, `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\n`);
-    const refused = await failureOf(ProtectedScopeClient.fromOptions({ kubeconfig: refusedConfig }).list());
+    const refused = await failureOf(ProtectedScopeClient.fromOptions({ kubeconfig: refusedConfig, otherwise: 'use --dir DIR for a manifest directory' }).list());
     expect([refused.reason, refused.message]).toEqual([
       'Unreachable',
       `cannot reach the Kubernetes API at http://127.0.0.1:${port} (connection refused): check the cluster is running and --kubeconfig/--context point at it, or use --dir DIR for a manifest directory`,

@@ -1,9 +1,3 @@
-import { parseSnapshotIndex, verifyAssembled, verifyShard, type SnapshotIndex } from '../core/index.js';
-import type { ConfigMapObject } from './configmaps.js';
-import { describeError } from './errors.js';
-import { ResilientInformer, type InformerOptions, type ListWatchSource } from './informer.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './snapshot-objects.js';
-
 /**
  * The reading side of the snapshot ConfigMaps (svc-auth's ConfigMap source): watches the index ConfigMap,
  * fetches every shard the index names by its content-addressed name, verifies each against its digest and
@@ -12,6 +6,14 @@ import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './snapshot-objects.js'
  * (API server away, shard missing, corrupt) the reader reports it, keeps the last delivered generation, and
  * retries with backoff. No client-node import here: the caller passes the transport in.
  */
+import { parseSnapshotIndex, verifyAssembled, verifyShard, type SnapshotIndex } from '../core/index.js';
+import { backoffDelay } from '../lib/backoff.js';
+import { SerialRunner } from '../lib/serial-runner.js';
+import type { ConfigMapObject } from './configmaps.js';
+import { describeError } from './errors.js';
+import { ResilientInformer, type InformerOptions, type ListWatchSource } from './informer.js';
+import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './snapshot-objects.js';
+
 export interface VerifiedSnapshot {
   readonly index: SnapshotIndex;
   readonly lines: readonly string[];
@@ -43,8 +45,7 @@ export class SnapshotReader {
   private readonly informer: ResilientInformer<ConfigMapObject>;
   private readonly shards = new Map<string, string[]>();
   private delivered: string | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  private readonly runner = new SerialRunner(() => this.loadOnce());
   private stopped = false;
   private failures = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
@@ -93,27 +94,16 @@ export class SnapshotReader {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
+    const runnerStopped = this.runner.stop();
     await this.informer.stop();
-    await this.running;
+    await runnerStopped;
     this.endFirstAttempt();
   }
 
   /** Runs a load now (one at a time; a trigger during a load runs exactly one more after it). */
   trigger(): void {
     if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        await this.loadOnce();
-      } while (this.again && !this.stopped);
-    })().finally(() => {
-      this.running = undefined;
-      this.endFirstAttempt();
-    });
+    void this.runner.trigger().finally(() => this.endFirstAttempt());
   }
 
   private endFirstAttempt(): void {
@@ -126,8 +116,7 @@ export class SnapshotReader {
     this.opts.onFailure(message);
     if (!retry || this.stopped) return;
     this.failures++;
-    const base = this.opts.retryInitialMs ?? 250;
-    const delay = Math.min(this.opts.retryMaxMs ?? 10_000, base * 2 ** Math.min(this.failures - 1, 16));
+    const delay = backoffDelay(this.failures, { initialMs: this.opts.retryInitialMs ?? 250, maxMs: this.opts.retryMaxMs ?? 10_000 });
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.trigger(), delay);
   }

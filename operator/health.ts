@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
+import { parseListenAddress } from '../lib/listen-address.js';
 
 /** /healthz, /readyz and /metrics on one small node:http server (no framework needed for three routes). */
 export interface HealthChecks {
@@ -10,7 +11,7 @@ export interface HealthChecks {
 }
 
 export function startHealthServer(listen: string, checks: HealthChecks, registry: Registry): Promise<Server> {
-  const { host, port } = parseListen(listen);
+  const { host, port } = parseListenAddress(listen);
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const json = (code: number, body: unknown) => {
@@ -45,14 +46,4 @@ export function startHealthServer(listen: string, checks: HealthChecks, registry
       resolve(server);
     });
   });
-}
-
-/** `:8080`, `8080`, `0.0.0.0:8080`, `[::1]:8080`, `localhost:0`. */
-export function parseListen(listen: string): { host: string | undefined; port: number } {
-  const m = /^(?:(?:\[([^\]]+)\]|([^:]*)):)?(\d+)$/.exec(listen.trim());
-  if (!m) throw new RangeError(`invalid listen address ${JSON.stringify(listen)}: use host:port or :port`);
-  const host = m[1] ?? (m[2] || undefined);
-  const port = Number(m[3]);
-  if (port > 65535) throw new RangeError(`invalid port in ${JSON.stringify(listen)}`);
-  return { host, port };
 }

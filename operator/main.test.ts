@@ -1,17 +1,18 @@
 import { describe, it, expect } from '@jest/globals';
 import { request } from 'node:http';
 import { Registry, Counter } from 'prom-client';
-import { parseDuration, program } from './main.js';
-import { parseListen, startHealthServer } from './health.js';
+import { program } from './main.js';
+import { startHealthServer } from './health.js';
 
 describe('svc-operator flags', () => {
-  it('parses durations', () => {
-    expect(parseDuration('500ms')).toBe(500);
-    expect(parseDuration('15s')).toBe(15_000);
-    expect(parseDuration('2m')).toBe(120_000);
-    expect(parseDuration('1.5h')).toBe(5_400_000);
-    expect(parseDuration('30')).toBe(30_000);
-    expect(() => parseDuration('soon')).toThrow(/not a duration/);
+  it('parses durations in the one grammar (lib/duration.ts)', () => {
+    const flags = (...args: string[]) => program().exitOverride().parse(['node', 'svc-operator', ...args]).opts();
+    expect(flags('--debounce', '500ms', '--retry-period', '15s', '--resync', '2m', '--relist-interval', '1.5h', '--stale-shard-grace', '30')).toMatchObject({
+      debounce: 500, retryPeriod: 15_000, resync: 120_000, relistInterval: 5_400_000, staleShardGrace: 30_000,
+    });
+    expect(flags('--resync', '1d').resync).toBe(86_400_000);
+    const cmd = program().exitOverride().configureOutput({ writeErr: () => undefined });
+    expect(() => cmd.parse(['node', 'svc-operator', '--debounce', 'soon'])).toThrow(/not a duration/);
   });
 
   it('has the documented defaults', () => {
@@ -30,12 +31,8 @@ describe('svc-operator flags', () => {
 });
 
 describe('health server', () => {
-  it('parses listen addresses', () => {
-    expect(parseListen(':8080')).toEqual({ host: undefined, port: 8080 });
-    expect(parseListen('8080')).toEqual({ host: undefined, port: 8080 });
-    expect(parseListen('127.0.0.1:0')).toEqual({ host: '127.0.0.1', port: 0 });
-    expect(parseListen('[::1]:9')).toEqual({ host: '::1', port: 9 });
-    expect(() => parseListen('nope')).toThrow();
+  it('refuses a listen address outside the one grammar (lib/listen-address.ts) before listening', () => {
+    expect(() => startHealthServer('nope', { live: () => ({ ok: true, detail: {} }), ready: () => ({ ok: true, detail: {} }) }, new Registry())).toThrow(/not a listen address/);
   });
 
   it('serves /healthz, /readyz and /metrics', async () => {

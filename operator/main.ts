@@ -12,16 +12,17 @@ import { connect } from '../k8s/kube.js';
 import { kubeLeaseClient } from '../k8s/lease.js';
 import { protectedScopeListWatch, kubeScopeStatusClient } from '../k8s/scopes.js';
 import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, FIELD_MANAGER, snapshotSelector } from '../k8s/snapshot-objects.js';
+import { parseDuration } from '../lib/duration.js';
 import { startHealthServer } from './health.js';
 import { Operator, type OperatorConfig } from './operator.js';
 
-/** `15s`, `2m`, `500ms`, `1h`, or a bare number of seconds. */
-export function parseDuration(value: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
-  if (!m) throw new InvalidArgumentError(`not a duration: ${value} (use e.g. 500ms, 15s, 2m)`);
-  const n = Number(m[1]);
-  const unit = m[2] ?? 's';
-  return Math.round(n * (unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : 3_600_000));
+/** A duration flag in lib/duration.ts's grammar, refused the way commander refuses any bad argument. */
+function durationFlag(value: string): number {
+  try {
+    return parseDuration(value);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
 }
 
 function parsePositiveInt(value: string): number {
@@ -45,19 +46,19 @@ export function program(): Command {
     .option('--leader-elect', 'elect a leader through a Lease so only one replica writes', false)
     .option('--open-paths-by-default', "as svc-auth's: path scopes without tokens are reported Open rather than Closed (default)", false)
     .option('--lease-name <name>', 'Lease name (default: <snapshot-name>-operator)')
-    .addOption(new Option('--lease-duration <d>', 'how long a lease holds without renewal').default(15_000, '15s').argParser(parseDuration))
-    .addOption(new Option('--renew-deadline <d>', 'a leader that cannot renew for this long stops writing').default(10_000, '10s').argParser(parseDuration))
-    .addOption(new Option('--retry-period <d>', 'between lease renewals / acquisition attempts').default(2_000, '2s').argParser(parseDuration))
+    .addOption(new Option('--lease-duration <d>', 'how long a lease holds without renewal').default(15_000, '15s').argParser(durationFlag))
+    .addOption(new Option('--renew-deadline <d>', 'a leader that cannot renew for this long stops writing').default(10_000, '10s').argParser(durationFlag))
+    .addOption(new Option('--retry-period <d>', 'between lease renewals / acquisition attempts').default(2_000, '2s').argParser(durationFlag))
     .option('--metrics-listen <addr>', 'address for /healthz, /readyz and /metrics', ':8080')
     .option('--kubeconfig <file>', 'kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)')
     .option('--context <name>', 'kubeconfig context')
     .addOption(new Option('--shard-max-bytes <n>', 'largest shard ConfigMap payload').default(DEFAULT_SHARD_MAX_BYTES).argParser(parsePositiveInt))
-    .addOption(new Option('--stale-shard-grace <d>', 'keep unreferenced shards this long for readers still loading them').default(120_000, '2m').argParser(parseDuration))
-    .addOption(new Option('--debounce <d>', 'gather changes this long before a reconcile').default(50, '50ms').argParser(parseDuration))
+    .addOption(new Option('--stale-shard-grace <d>', 'keep unreferenced shards this long for readers still loading them').default(120_000, '2m').argParser(durationFlag))
+    .addOption(new Option('--debounce <d>', 'gather changes this long before a reconcile').default(50, '50ms').argParser(durationFlag))
     .addOption(new Option('--status-concurrency <n>', 'status patches in flight at once').default(16).argParser(parsePositiveInt))
-    .addOption(new Option('--relist-interval <d>', 'relist the watched objects this often').default(300_000, '5m').argParser(parseDuration))
-    .addOption(new Option('--resync <d>', 'reconcile at least this often').default(600_000, '10m').argParser(parseDuration))
-    .addOption(new Option('--request-timeout <d>', 'timeout of one API request').default(30_000, '30s').argParser(parseDuration))
+    .addOption(new Option('--relist-interval <d>', 'relist the watched objects this often').default(300_000, '5m').argParser(durationFlag))
+    .addOption(new Option('--resync <d>', 'reconcile at least this often').default(600_000, '10m').argParser(durationFlag))
+    .addOption(new Option('--request-timeout <d>', 'timeout of one API request').default(30_000, '30s').argParser(durationFlag))
     .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error']).default('info'));
 }
 

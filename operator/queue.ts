@@ -7,6 +7,8 @@
  *   ask for a later run (`requeueAfterMs`, the controller-runtime `RequeueAfter`);
  * - handlers that feed the queue only call `add`, which never throws and never blocks.
  */
+import { backoffDelay } from '../lib/backoff.js';
+
 export interface ProcessResult {
   readonly requeueAfterMs?: number;
 }
@@ -25,6 +27,7 @@ export interface WorkQueueOptions<K> {
 /** setTimeout fires at once for delays past 2^31-1 ms; longer waits are clamped (a relist comes sooner anyway). */
 export const MAX_DELAY_MS = 24 * 3600_000;
 
+/** Keyed work, each key at most once at a time and coalesced while waiting; failures retried with backoff. */
 export class WorkQueue<K> {
   private readonly ready: K[] = [];
   private readonly readySet = new Set<K>();
@@ -140,8 +143,7 @@ export class WorkQueue<K> {
       failed = true;
       const n = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, n);
-      const base = this.opts.backoffBaseMs ?? 200;
-      const retryIn = Math.min(this.opts.backoffMaxMs ?? 60_000, base * 2 ** Math.min(n - 1, 20));
+      const retryIn = backoffDelay(n, { initialMs: this.opts.backoffBaseMs ?? 200, maxMs: this.opts.backoffMaxMs ?? 60_000 });
       safe(() => this.opts.onError?.(key, e, n, retryIn));
       this.active.delete(key);
       // Changed while failing: run again now (the change may be the fix), as client-go does; else back off.

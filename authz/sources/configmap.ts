@@ -1,11 +1,3 @@
-import { parseScopeLine, type AccessIndex, type Result, type SnapshotScope } from '../../core/index.js';
-import type { ConfigMapObject } from '../../k8s/configmaps.js';
-import { describeError } from '../../k8s/errors.js';
-import type { ListWatchSource } from '../../k8s/informer.js';
-import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot-reader.js';
-import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
-import { SliceClock, type SnapshotSink, type SnapshotSource } from './source.js';
-
 /**
  * `--snapshot-configmap NAME [--namespace NS]`: the snapshot svc-operator writes as ConfigMaps. The index
  * ConfigMap is watched (with a periodic relist); every shard it names is fetched by name, verified against
@@ -18,6 +10,15 @@ import { SliceClock, type SnapshotSink, type SnapshotSource } from './source.js'
  * The Kubernetes client (~0.4 s and ~75 MB to import) is loaded only here, when this source starts: the
  * other sources, and the request path, never load it.
  */
+import { parseScopeLine, type AccessIndex, type Result, type SnapshotScope } from '../../core/index.js';
+import type { ConfigMapObject } from '../../k8s/configmaps.js';
+import { describeError } from '../../k8s/errors.js';
+import type { ListWatchSource } from '../../k8s/informer.js';
+import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot-reader.js';
+import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
+import { SliceClock } from '../../lib/time-slice.js';
+import { DEFAULT_SLICE_MS, type SnapshotSink, type SnapshotSource } from './source.js';
+
 export interface ConfigMapSourceOptions {
   readonly snapshotName: string;
   /** Default: the pod's namespace, else the kube context's. */
@@ -113,7 +114,7 @@ export class ConfigMapSource implements SnapshotSource {
    * generation. The caller commits the result once it is in service.
    */
   private async build(snapshot: VerifiedSnapshot): Promise<Result<{ index: AccessIndex; commit: () => void }>> {
-    const clock = new SliceClock(this.options.sliceMs);
+    const clock = new SliceClock(this.options.sliceMs ?? DEFAULT_SLICE_MS);
     const tick = () => clock.pause();
     const shards: IndexedShard[] = [];
     let lineNo = 0;

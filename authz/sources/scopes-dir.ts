@@ -1,7 +1,8 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkManifestDocument, compileSnapshotSteps, readManifestDocuments, type ProtectedScope } from '../../core/index.js';
-import { buildIndexInSlices, runInSlices, SliceClock, type SourceProblem } from './source.js';
+import { runInSlices, SliceClock } from '../../lib/time-slice.js';
+import { buildIndexInSlices, DEFAULT_SLICE_MS, type SourceProblem } from './source.js';
 import type { DirectoryWatchOptions } from './watch.js';
 import { WatchedSource } from './watched-source.js';
 
@@ -74,7 +75,7 @@ export class ScopesDirSource extends WatchedSource {
     const names = new Map<string, string>();
     // Between requests: awaiting each file lets the event loop turn, and a file of many documents is
     // validated a slice at a time (parsing one file's YAML is the one step that cannot be cut).
-    const clock = new SliceClock(this.options.sliceMs);
+    const clock = new SliceClock(this.options.sliceMs ?? DEFAULT_SLICE_MS);
     for (const entry of entries) {
       let text: string;
       try {
@@ -115,7 +116,7 @@ export class ScopesDirSource extends WatchedSource {
       return;
     }
     // Compiled in slices too: 10,000 scopes take ~150 ms.
-    const compiled = await runInSlices(compileSnapshotSteps(objects), { sliceMs: this.options.sliceMs, cancelled: () => this.runner.isStopped });
+    const compiled = await runInSlices(compileSnapshotSteps(objects), { sliceMs: this.options.sliceMs ?? DEFAULT_SLICE_MS, cancelled: () => this.runner.isStopped });
     if (!compiled.ok || this.runner.isStopped) return;
     const snapshot = compiled.value;
     if (snapshot.generation === this.lastGeneration) return;

@@ -1,7 +1,8 @@
 import { open, realpath, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { snapshotFileVerifier } from '../../core/index.js';
-import { SliceClock, SlicedIndexBuild } from './source.js';
+import { SliceClock } from '../../lib/time-slice.js';
+import { DEFAULT_SLICE_MS, SlicedIndexBuild } from './source.js';
 import type { DirectoryWatchOptions } from './watch.js';
 import { WatchedSource } from './watched-source.js';
 
@@ -128,7 +129,7 @@ export class SnapshotFileSource extends WatchedSource {
     // header, so the count is believed only up to what the file could hold (a token record takes more than
     // 80 bytes of a scope line).
     let build: SlicedIndexBuild | null | undefined;
-    const clock = new SliceClock(this.options.sliceMs);
+    const clock = new SliceClock(this.options.sliceMs ?? DEFAULT_SLICE_MS);
     for (let at = 0; at < bytes.length; at += CHUNK_BYTES) {
       verifier.update(bytes.subarray(at, at + CHUNK_BYTES));
       const header = verifier.header;

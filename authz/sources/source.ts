@@ -1,5 +1,3 @@
-import { AccessIndexBuilder, err, ok, type AccessIndex, type Result } from '../../core/index.js';
-
 /**
  * Where svc-auth gets its snapshot from. A source watches something (a manifest directory, a snapshot
  * file, and later the operator's snapshot ConfigMaps), verifies every new generation completely, builds
@@ -7,6 +5,9 @@ import { AccessIndexBuilder, err, ok, type AccessIndex, type Result } from '../.
  * reference. A source never emits half a snapshot; anything it cannot verify is reported as a failure
  * and the sink keeps what it had.
  */
+import { AccessIndexBuilder, err, ok, type AccessIndex, type Result } from '../../core/index.js';
+import { SliceClock } from '../../lib/time-slice.js';
+
 export interface LoadedSnapshot {
   readonly index: AccessIndex;
   /** What was loaded, for logs: a directory, a file, a ConfigMap. */
@@ -73,52 +74,6 @@ export interface LineError {
  */
 export const DEFAULT_SLICE_MS = 0.5;
 
-/** Lets everything waiting in the event loop (requests, timers, I/O callbacks) run before continuing. */
-export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-/**
- * The time budget of a loop of small synchronous steps: `await clock.pause()` between steps yields to the
- * event loop once the budget is spent, and starts a new one.
- */
-export class SliceClock {
-  private deadline: number;
-
-  constructor(private readonly sliceMs: number = DEFAULT_SLICE_MS) {
-    this.deadline = performance.now() + sliceMs;
-  }
-
-  /** A fresh budget: the event loop has just turned anyway (after awaiting I/O). */
-  restart(): void {
-    this.deadline = performance.now() + this.sliceMs;
-  }
-
-  get spent(): boolean {
-    return performance.now() >= this.deadline;
-  }
-
-  async pause(): Promise<void> {
-    if (!this.spent) return;
-    await yieldToEventLoop();
-    this.restart();
-  }
-}
-
-/**
- * Runs a generator of small synchronous steps (it pauses with a bare `yield` between them) to its
- * result, yielding to the event loop whenever a slice's budget is spent.
- */
-export async function runInSlices<T>(steps: Generator<void, T, void>, options: SliceOptions = {}): Promise<Result<T, 'cancelled'>> {
-  const clock = new SliceClock(options.sliceMs);
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return ok(step.value);
-    if (clock.spent) {
-      await clock.pause();
-      if (options.cancelled?.()) return err('cancelled');
-    }
-  }
-}
-
 /**
  * A decision index built from snapshot lines handed over in batches (as a file is read and verified), a
  * slice at a time: add() yields to the event loop whenever the slice's budget is spent, so a 100,000-token
@@ -163,8 +118,7 @@ export class SlicedIndexBuild {
   /** Yields to the event loop if the slice is spent (or `now`); resolves false if cancelled. */
   async pause(now = false): Promise<boolean> {
     if (!now && !this.clock.spent) return true;
-    await yieldToEventLoop();
-    this.clock.restart();
+    await this.clock.yieldNow();
     this.sincePause = 0;
     return !this.options.cancelled?.();
   }
@@ -183,45 +137,4 @@ export async function buildIndexInSlices(lines: readonly string[], generation: s
   const build = new SlicedIndexBuild(options);
   if (!(await build.add(lines))) return err({ line: 0, message: 'cancelled' });
   return build.finish(generation);
-}
-
-/**
- * Runs one reload at a time; a trigger during a run schedules exactly one more run after it, so a burst
- * of file events costs at most two reloads and the last state is always the one loaded.
- */
-export class SerialRunner {
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = false;
-
-  constructor(private readonly run: () => Promise<void>) {}
-
-  trigger(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = this.loop().finally(() => {
-      this.running = null;
-    });
-    return this.running;
-  }
-
-  private async loop(): Promise<void> {
-    do {
-      this.again = false;
-      await this.run();
-    } while (this.again && !this.stopped);
-  }
-
-  /** No new runs; resolves when the current one (if any) has finished. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.running;
-  }
-
-  get isStopped(): boolean {
-    return this.stopped;
-  }
 }

@@ -1,12 +1,13 @@
-import type { AccessIndex } from '../../core/index.js';
-import { SerialRunner, type SnapshotSink, type SnapshotSource, type SourceProblem } from './source.js';
-import { DirectoryWatch, type DirectoryWatchOptions } from './watch.js';
-
 /**
  * What the file-system sources share: a watched directory, reloads serialized by one runner, an event that
  * always forces a re-read while the periodic rescan only re-reads when the subclass's signature moved, and
  * the bookkeeping of what is in service.
  */
+import type { AccessIndex } from '../../core/index.js';
+import { SerialRunner } from '../../lib/serial-runner.js';
+import type { SnapshotSink, SnapshotSource, SourceProblem } from './source.js';
+import { DirectoryWatch, type DirectoryWatchOptions } from './watch.js';
+
 export abstract class WatchedSource implements SnapshotSource {
   abstract readonly kind: string;
   private sink: SnapshotSink | null = null;

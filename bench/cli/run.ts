@@ -37,7 +37,7 @@ function newestSource(dir: string): number {
 }
 
 function ensureBuilt(): void {
-  const sources = Math.max(...['cli', 'core', 'k8s'].map(newestSource));
+  const sources = Math.max(...['cli', 'core', 'k8s', 'lib'].map(newestSource));
   if (existsSync(main) && statSync(main).mtimeMs >= sources) return;
   process.stderr.write('building dist/ (npm run build) ...\n');
   // tsc emits even when some other part of the tree fails to type-check; what matters here is the CLI's output.

@@ -1,3 +1,14 @@
+/**
+ * The manifest-directory backend: one ProtectedScope per file, `DIR/<scopeObjectName>.yaml`, the layout a
+ * GitOps repository holds and `svc-auth --scopes-dir` reads. Hand-written files may hold several
+ * documents and other kinds of object; the CLI reads every `*.yaml`, `*.yml` and `*.json` file (not
+ * dotfiles, not kustomization files), validates every ProtectedScope with core's rules, and refuses to
+ * work on a directory with an invalid one (naming the file and the field) rather than guess.
+ *
+ * Writes are read-modify-write under an exclusive lock file (`DIR/.svc.lock`, created with O_EXCL; a
+ * lock whose process is gone is broken), and each file is replaced atomically (temp file, fsync, rename),
+ * so concurrent invocations serialize and a reader never sees half a file.
+ */
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, linkSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -13,20 +24,10 @@ import {
   type ProtectedScope,
   type Scope,
 } from '../../core/index.js';
+import { backoffDelay } from '../../lib/backoff.js';
 import { failure } from '../errors.js';
 import { sameSpec, type Mutate, type ScopeStore, type StoredScope, type UpdateOptions, type UpdateResult } from './backend.js';
 
-/**
- * The manifest-directory backend: one ProtectedScope per file, `DIR/<scopeObjectName>.yaml`, the layout a
- * GitOps repository holds and `svc-auth --scopes-dir` reads. Hand-written files may hold several
- * documents and other kinds of object; the CLI reads every `*.yaml`, `*.yml` and `*.json` file (not
- * dotfiles, not kustomization files), validates every ProtectedScope with core's rules, and refuses to
- * work on a directory with an invalid one (naming the file and the field) rather than guess.
- *
- * Writes are read-modify-write under an exclusive lock file (`DIR/.svc.lock`, created with O_EXCL; a
- * lock whose process is gone is broken), and each file is replaced atomically (temp file, fsync, rename),
- * so concurrent invocations serialize and a reader never sees half a file.
- */
 export interface DirectoryStoreOptions {
   readonly dir: string;
   /** Set on objects the CLI creates (`-n`); a directory otherwise leaves the namespace to kustomize/Argo CD. */
@@ -71,6 +72,8 @@ interface Loaded {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** Short waits first (an edit holds the lock for milliseconds), spread so waiting invocations do not collide again. */
+const LOCK_BACKOFF = { initialMs: 2, maxMs: 100, jitter: [1, 2] } as const;
 
 export class DirectoryStore implements ScopeStore {
   readonly kind = 'directory' as const;
@@ -215,7 +218,7 @@ export class DirectoryStore implements ScopeStore {
     const path = join(this.dir, LOCK_FILE);
     const mine = `${JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString(), nonce: randomBytes(6).toString('hex') })}\n`;
     const deadline = Date.now() + this.lockTimeoutMs;
-    let delay = 2;
+    let waits = 0;
     for (;;) {
       let fd: number | undefined;
       try {
@@ -244,8 +247,7 @@ export class DirectoryStore implements ScopeStore {
         throw failure(`${this.dir} is locked by ${by} for more than ${Math.round(this.lockTimeoutMs / 1000)} s; if no svc is running there, remove ${path} (nothing was changed)`);
       }
       if (holder === 'gone') continue;
-      await sleep(delay + Math.random() * delay);
-      delay = Math.min(delay * 2, 100);
+      await sleep(backoffDelay(++waits, LOCK_BACKOFF));
     }
   }
 }

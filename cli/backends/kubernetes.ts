@@ -1,4 +1,6 @@
-import { KubeError, ProtectedScopeClient } from '../../k8s/protected-scopes.js';
+import { jitter } from '../../lib/backoff.js';
+import { KubeError, namespaceNotFound } from '../../k8s/errors.js';
+import { ProtectedScopeClient } from '../../k8s/protected-scopes.js';
 import { formatFieldErrors, scopeKey, scopeOf, validateProtectedScope, type ProtectedScope, type Scope } from '../../core/index.js';
 import { CliError, failure, usageError } from '../errors.js';
 import { sameSpec, type Mutate, type ScopeStore, type StoreOptions, type StoredScope, type UpdateOptions, type UpdateResult } from './backend.js';
@@ -10,6 +12,8 @@ import { sameSpec, type Mutate, type ScopeStore, type StoreOptions, type StoredS
  * invocations never lose a token. Loaded by dynamic import only when a command needs it.
  */
 const MAX_ATTEMPTS = 100;
+/** The way out every "no cluster" message offers. */
+const OTHERWISE = 'use --dir DIR for a manifest directory';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class KubernetesStore implements ScopeStore {
@@ -27,6 +31,7 @@ export class KubernetesStore implements ScopeStore {
       return new KubernetesStore(
         ProtectedScopeClient.fromOptions({
           kubeconfigEnv: env.KUBECONFIG,
+          otherwise: OTHERWISE,
           ...(env.HOME !== undefined ? { homeDir: env.HOME } : {}),
           ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
           ...(options.context !== undefined ? { context: options.context } : {}),
@@ -43,7 +48,7 @@ export class KubernetesStore implements ScopeStore {
     return guard(async () => {
       const items = await this.read(() => this.client.list());
       if (items.length === 0 && (await this.client.namespaceExists()) === false) {
-        throw new KubeError('NamespaceNotFound', `namespace "${this.namespace}" not found: check -n/--namespace or the context's namespace`, 404);
+        throw new KubeError('NamespaceNotFound', namespaceNotFound(this.namespace), 404);
       }
       return items.map((o) => ({ object: this.valid(o), location: `${this.namespace}/${o.metadata?.name}` }));
     });
@@ -85,7 +90,7 @@ export class KubernetesStore implements ScopeStore {
             else if (fresh) throw failure(`ProtectedScope "${name}" in namespace "${this.namespace}" now holds ${scopeKey(scopeOf(fresh.spec))}, not ${key}: rename one of them`);
             else known.delete(name);
           }
-          await sleep(Math.random() * Math.min(20 * (attempt + 1), 500));
+          await sleep(jitter(Math.min(20 * (attempt + 1), 500), [0, 1]));
         }
       }
       throw failure(`gave up after ${MAX_ATTEMPTS} conflicting edits of ${key} in ${this.where}: too many concurrent writers; try again`);

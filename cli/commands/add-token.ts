@@ -15,6 +15,7 @@ import {
   type Scope,
   type TokenRecord,
 } from '../../core/index.js';
+import { DURATION_UNITS_MS, parseDuration } from '../../lib/duration.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { isoSeconds, manifestOf, structured } from '../output.js';
@@ -28,16 +29,17 @@ export interface AddTokenOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }
 
-const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 /** Far enough for any real token, near enough to stay a valid date. */
-const MAX_LIFETIME_MS = 100 * 365 * UNIT_MS.d;
+const MAX_LIFETIME_MS = 100 * 365 * DURATION_UNITS_MS.d;
+/** A bare `--expires-in 90` could mean seconds or days: a lifetime needs its unit written. */
+const LIFETIME_RULES = { positive: true, maxMs: MAX_LIFETIME_MS, requireUnit: true } as const;
 
-/** `90d`, `12h`, `30m`, `2w` → milliseconds. */
-export function parseDuration(text: string): number | undefined {
-  const m = /^(\d{1,9})([mhdw])$/.exec(text.trim());
-  if (!m) return undefined;
-  const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
-  return ms > 0 && ms <= MAX_LIFETIME_MS ? ms : undefined;
+function lifetimeMs(text: string): number {
+  try {
+    return parseDuration(text, LIFETIME_RULES);
+  } catch (e) {
+    throw usageError(`--expires-in: ${(e as Error).message}`);
+  }
 }
 
 /** The expiry the flags ask for, checked: a positive duration, or an RFC 3339 time in the future. */
@@ -46,9 +48,7 @@ export function expiryFrom(options: Pick<AddTokenOptions, 'expiresIn' | 'expires
     throw usageError(`give --expires-in or --expires-at, not both (see ${commandPath} --help)`);
   }
   if (options.expiresIn !== undefined) {
-    const ms = parseDuration(options.expiresIn);
-    if (ms === undefined) throw usageError(`--expires-in: "${options.expiresIn}" is not a duration such as 30m, 12h, 90d or 2w (at most 100 years)`);
-    return isoSeconds(nowMs + ms);
+    return isoSeconds(nowMs + lifetimeMs(options.expiresIn));
   }
   if (options.expiresAt !== undefined) {
     if (!isDateTime(options.expiresAt)) {

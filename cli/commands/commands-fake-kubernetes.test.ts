@@ -135,7 +135,7 @@ describe('Kubernetes backend specifics (fake API server)', () => {
       const none = await svc(['auth', 'show'], { env: { HOME: mkdtempSync(join(tmpdir(), 'svc-nohome-')) } });
       expect(none.code).toBe(1);
       expect(none.stdout).toBe('');
-      expect(none.stderr).toMatch(/^error: no Kubernetes configuration found: set KUBECONFIG or pass --kubeconfig FILE \(and --context NAME\), or use --dir DIR for a directory of manifests \(nothing was changed\)\n$/);
+      expect(none.stderr).toMatch(/^error: no Kubernetes configuration found: set KUBECONFIG or pass --kubeconfig FILE \(and --context NAME\), or use --dir DIR for a manifest directory\n$/);
     });
   });
 });
