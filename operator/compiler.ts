@@ -16,6 +16,7 @@ import {
   type Scope,
   type Snapshot,
 } from '../core/index.js';
+import { finishInSlices } from '../lib/time-slice.js';
 import { assess, type Assessment } from './assessment.js';
 import { desiredFor, type Desired } from './desired-status.js';
 
@@ -72,19 +73,6 @@ function runSync<T>(steps: Steps<T>): T {
   return r.value;
 }
 
-/** Runs a generator, yielding to the event loop every sliceMs (health checks and watches must not wait). */
-async function runSliced<T>(steps: Steps<T>, sliceMs: number): Promise<T> {
-  let deadline = performance.now() + sliceMs;
-  for (;;) {
-    const r = steps.next();
-    if (r.done) return r.value;
-    if (performance.now() >= deadline) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      deadline = performance.now() + sliceMs;
-    }
-  }
-}
-
 const byName = (a: ObjectEntry, b: ObjectEntry) => (a.assessment.name < b.assessment.name ? -1 : a.assessment.name > b.assessment.name ? 1 : 0);
 
 /**
@@ -109,11 +97,11 @@ export class Compiler {
   }
 
   snapshotAsync(objects: readonly ProtectedScope[], sliceMs = 10): Promise<SnapshotPhase> {
-    return runSliced(this.snapshotSteps(objects), sliceMs);
+    return finishInSlices(this.snapshotSteps(objects), sliceMs);
   }
 
   statusesAsync(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number, sliceMs = 10): Promise<Compiled> {
-    return runSliced(this.statusSteps(objects, phase, nowMs), sliceMs);
+    return finishInSlices(this.statusSteps(objects, phase, nowMs), sliceMs);
   }
 
   private *snapshotSteps(objects: readonly ProtectedScope[]): Steps<SnapshotPhase> {

@@ -204,6 +204,11 @@ export class Operator {
     };
   }
 
+  /** How both queues retry a failed key. */
+  private retryBackoff(): Pick<WorkQueueOptions<string>, 'backoffBaseMs' | 'backoffMaxMs'> {
+    return { backoffBaseMs: 250, backoffMaxMs: this.config.backoffMaxMs ?? 30_000 };
+  }
+
   /** The namespace key: compile and write the snapshot, one at a time. */
   private snapshotQueueOptions(): WorkQueueOptions<string> {
     return {
@@ -213,8 +218,7 @@ export class Operator {
         return this.reconciler.reconcile();
       },
       concurrency: 1,
-      backoffBaseMs: 250,
-      backoffMaxMs: this.config.backoffMaxMs ?? 30_000,
+      ...this.retryBackoff(),
       onDepth: (d) => this.metrics.queueDepth.set({ queue: 'snapshot' }, d),
       onError: (key, e, failures, retryIn) => this.log.warn({ namespace: key, failures, retryInMs: retryIn, err: describeError(e) }, 'reconcile failed; will retry'),
     };
@@ -225,8 +229,7 @@ export class Operator {
     return {
       process: (name) => this.reconciler.reconcileStatus(name),
       concurrency: this.config.statusConcurrency,
-      backoffBaseMs: 250,
-      backoffMaxMs: this.config.backoffMaxMs ?? 30_000,
+      ...this.retryBackoff(),
       onDepth: (d) => this.metrics.queueDepth.set({ queue: 'status' }, d),
       onError: (name, e, failures, retryIn) => {
         this.metrics.errors.inc({ source: 'status' });

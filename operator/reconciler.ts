@@ -8,6 +8,7 @@
 import { API_GROUP_VERSION, KIND, shardSnapshot, type ProtectedScope } from '../core/index.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
 import type { ScopeStatusClient } from '../k8s/scopes.js';
+import { SliceClock } from '../lib/time-slice.js';
 import type { ProcessResult } from './queue.js';
 import { NotLeaderError, type SnapshotWriter } from './snapshot-writer.js';
 import { Compiler, desiredNow, type Compiled, type SnapshotPhase } from './compiler.js';
@@ -249,14 +250,11 @@ export class Reconciler {
   /** The objects whose status differs from the desired one, compared in slices (10,000 objects, one thread). */
   private async statusesThatDiffer(objects: readonly ProtectedScope[], compiled: Compiled): Promise<ProtectedScope[]> {
     const changed: ProtectedScope[] = [];
-    let deadline = performance.now() + 10;
+    const clock = new SliceClock(10);
     for (const o of objects) {
       const d = compiled.desired.get(o.metadata.name);
       if (d !== undefined && !statusEquals(o.status as ScopeStatus | undefined, d.status)) changed.push(o);
-      if (performance.now() >= deadline) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        deadline = performance.now() + 10;
-      }
+      await clock.pause();
     }
     return changed;
   }
