@@ -39,6 +39,11 @@ export type FrontHandler = (req: HeadRequest, res: HeadResponse) => boolean;
 export interface FrontOptions {
   /** Largest request head the front buffers before handing over (node:http answers 431 beyond its own limit). */
   readonly maxHeadBytes?: number;
+  /**
+   * The answer to a head over maxHeadBytes, by its request line's target, or undefined to leave it to node:http
+   * (431). nginx's auth_request turns a 431 into a 500; its endpoints get a refusal nginx passes on instead.
+   */
+  readonly tooLarge?: (target: string) => PreparedAnswer | undefined;
   /** Beyond this many header lines the front hands over. */
   readonly maxHeaders?: number;
 }
@@ -441,6 +446,7 @@ class Connection {
     while (at < buf.length) {
       const end = buf.indexOf(CRLF_CRLF, at);
       if (end < 0) break;
+      if (end - at > this.front.maxHeadBytes && this.refuseTooLarge(buf, at)) return;
       const head = end - at > this.front.maxHeadBytes ? null : parseHead(buf, this.front.maxHeaders, at, end + 2);
       const res = head === null ? null : new FrontResponse(this, !head.close && !this.front.draining);
       if (head === null || !this.front.handle(head, res!)) {
@@ -471,12 +477,24 @@ class Connection {
     }
     // A LF without its CR can never be part of a head the front answers; node:http may read it another way
     // (as a line end, or as an error), so it decides now rather than when more bytes arrive.
+    if (buf.length - at > this.front.maxHeadBytes && this.refuseTooLarge(buf, at)) return;
     if (buf.length - at > this.front.maxHeadBytes || hasBareLineFeed(buf, at)) {
       this.handOver(buf.subarray(at));
       return;
     }
     // Once a head was answered from this buffer, the rest is the start of the next one: its time starts now.
     this.keep(buf.subarray(at), at > 0);
+  }
+
+  /** Answers an oversized head with the front's `tooLarge` answer, if it has one for its target, and closes. */
+  private refuseTooLarge(buf: Buffer, at: number): boolean {
+    const eol = buf.indexOf(CRLF_CRLF.subarray(0, 2), at);
+    const line = buf.toString('latin1', at, eol < 0 ? Math.min(buf.length, at + 2048) : eol).split(' ');
+    const answer = line.length === 3 ? this.front.tooLarge?.(line[1]!) : undefined;
+    if (answer === undefined) return false;
+    this.pending = null;
+    this.send(answer.text(false, this.keepAliveLine), true);
+    return true;
   }
 
   /** Keeps an unanswered rest; `fresh`: it starts a new head (the head timeout counts from now). */
@@ -520,6 +538,7 @@ class FrontImpl implements Front {
   draining = false;
   readonly maxHeadBytes: number;
   readonly maxHeaders: number;
+  readonly tooLarge: FrontOptions['tooLarge'];
   private readonly keepAliveLine: string;
 
   constructor(
@@ -530,6 +549,7 @@ class FrontImpl implements Front {
   ) {
     this.maxHeadBytes = options.maxHeadBytes ?? maxHeaderSize;
     this.maxHeaders = options.maxHeaders ?? 100;
+    this.tooLarge = options.tooLarge;
     this.keepAliveLine = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(server.keepAliveTimeout / 1000)}\r\n`;
   }
 

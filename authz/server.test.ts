@@ -584,6 +584,43 @@ describe('svc-auth refusal lines', () => {
   });
 });
 
+describe('an oversized request head', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await serveStatic(fixtureIndex(), createLogger('silent').logger);
+  });
+  afterAll(async () => {
+    await server.shutdown();
+  });
+  /** The status line of the answer to a head of about 20 KB (over node:http's 16 KiB), sent in pieces. */
+  const oversized = (path: string) => {
+    const { hostname, port } = new URL(server.url);
+    return new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-Original-URI: ${WAF_TOPIC}\r\n`);
+        for (let i = 0; i < 20; i++) socket.write(`X-Pad-${i}: ${'p'.repeat(1000)}\r\n`);
+        socket.end('\r\n');
+      });
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (c: string) => (text += c));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+  };
+  it('is a 403 with X-Accel-Expires: 0 on the nginx endpoints (nginx would turn a 431 into a 500)', async () => {
+    for (const path of ['/authz/auth-request', '/authorize', '/authz/ext-authz']) {
+      const text = await oversized(path);
+      expect(text).toMatch(/^HTTP\/1\.1 403 /);
+      expect(text).toMatch(/\r\nX-Accel-Expires: 0\r\n/i);
+    }
+  });
+  it('stays node:http\'s 431 where the proxy passes it on (Traefik, Envoy)', async () => {
+    expect(await oversized('/authz/forward-auth')).toMatch(/^HTTP\/1\.1 431 /);
+    expect(await oversized('/authz/ext-authz/data/x')).toMatch(/^HTTP\/1\.1 431 /);
+  });
+});
+
 describe('refusal summaries are keyed by bounded values only', () => {
   it('1,500 refusals of distinct uncovered process ids (a path each) write one summary line, not one per id', async () => {
     const log = new Capture();

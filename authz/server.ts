@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler, type ServingState } from './auth-pipeline.js';
 import { installFront, MAX_HEADERS_COUNT } from './http-front.js';
+import { answerSets } from './answers.js';
+import { contractFor } from './endpoints/index.js';
 import { OidcVerifier, type OidcOptions } from './oidc.js';
 import { renderProtectedList, type ProtectedList } from './protected-list.js';
 import { Refusals } from './refusals.js';
@@ -134,7 +136,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // The auth endpoints refuse a request that reaches this count (a repeat past it would go unseen).
   server.maxHeadersCount = MAX_HEADERS_COUNT;
   // Auth requests are answered by the strict front; anything else it hands to node:http above.
-  const front = installFront(server, auth);
+  // nginx's auth_request turns node:http's 431 for an oversized head into a 500: its endpoints refuse with 403.
+  const nginxRefusal = answerSets(options.cacheMaxAge ?? 30).nginx.malformed;
+  const front = installFront(server, auth, { tooLarge: (target) => (contractFor(target)?.answers({ url: target, rawHeaders: [] }) === 'nginx' ? nginxRefusal : undefined) });
 
   const metricsServer = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
