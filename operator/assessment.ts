@@ -32,8 +32,8 @@ export interface Assessment {
   readonly scope?: Scope;
   /** Validation problems (empty for a valid object). */
   readonly errors: readonly FieldError[];
-  /** The object as compiled: tokens sanitized as above; undefined when the object is left out. */
-  readonly compiled?: ProtectedScope;
+  /** The object as it goes into the snapshot: tokens sanitized as above; undefined when the object is left out. */
+  readonly sanitized?: ProtectedScope;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -41,7 +41,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function assess(obj: ProtectedScope): Assessment {
   const name = obj.metadata?.name ?? '';
   const checked = validateProtectedScope(obj);
-  if (checked.ok) return { obj, name, scope: scopeOf(obj.spec), errors: [], compiled: obj };
+  if (checked.ok) return { obj, name, scope: scopeOf(obj.spec), errors: [], sanitized: obj };
   const errors = checked.error;
   const spec = isRecord(obj.spec) ? (obj.spec as Record<string, unknown>) : undefined;
   const fields = spec ? (Object.entries(SCOPE_FIELD) as [Scope['kind'], string][]).filter(([, f]) => spec[f] !== undefined) : [];
@@ -69,8 +69,8 @@ export function assess(obj: ProtectedScope): Assessment {
   const badSubject = checkedSubjects.some((c) => !c?.ok);
   // `closed: true` survives the sanitizing: an invalid object never opens what it closed.
   const closed = spec!.closed === true || badSubject;
-  const compiled = {
+  const sanitized = {
     ...obj, spec: { [field]: scope.value, tokens, ...(closed ? { closed: true } : {}), ...(subjects.length > 0 ? { subjects } : {}) },
   } as unknown as ProtectedScope;
-  return { obj, name, scope, errors, compiled };
+  return { obj, name, scope, errors, sanitized };
 }

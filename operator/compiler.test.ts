@@ -92,7 +92,7 @@ describe('computeDesired', () => {
     const bad = ps('bad', { topicHierarchy: 'a.b', tokens: [{ id: 'zz', hash: 'md5:abc', createdAt: 'yesterday' }] });
     const a = assess(bad);
     expect(a.errors.length).toBeGreaterThan(0);
-    expect(a.compiled?.spec.tokens?.[0]).toMatchObject({ hash: PLACEHOLDER_HASH, expiresAt: '1970-01-01T00:00:00.000Z' });
+    expect(a.sanitized?.spec.tokens?.[0]).toMatchObject({ hash: PLACEHOLDER_HASH, expiresAt: '1970-01-01T00:00:00.000Z' });
     const c = computeDesired([bad], NOW);
     const s = c.desired.get('bad')!.status;
     expect(s).toMatchObject({ state: 'Closed', tokens: 1, activeTokens: 0 });

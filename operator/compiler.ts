@@ -23,7 +23,7 @@ import { desiredFor, type Desired } from './desired-status.js';
 /** Why a closed scope is closed (core's stateOf). */
 export type ClosedBy = 'tokens' | 'subjects' | 'flag' | 'default';
 
-export interface Compiled {
+export interface Compilation {
   /** Objects as they go into compileSnapshot (tokens sanitized). */
   readonly included: ProtectedScope[];
   readonly assessments: Assessment[];
@@ -91,7 +91,7 @@ export class Compiler {
   /** Keys of closed groups in canonical order, kept while the set of closed scopes does not change. */
   private order: string[] = [];
 
-  compile(objects: readonly ProtectedScope[], nowMs: number): { compiled: Compiled; snapshot: Snapshot } {
+  compile(objects: readonly ProtectedScope[], nowMs: number): { compiled: Compilation; snapshot: Snapshot } {
     const phase = runSync(this.snapshotSteps(objects));
     return { compiled: runSync(this.statusSteps(objects, phase, nowMs)), snapshot: phase.snapshot };
   }
@@ -100,7 +100,7 @@ export class Compiler {
     return finishInSlices(this.snapshotSteps(objects), sliceMs);
   }
 
-  statusesAsync(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number, sliceMs = 10): Promise<Compiled> {
+  statusesAsync(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number, sliceMs = 10): Promise<Compilation> {
     return finishInSlices(this.statusSteps(objects, phase, nowMs), sliceMs);
   }
 
@@ -135,7 +135,7 @@ export class Compiler {
         nextGroups.set(key, cached);
         continue;
       }
-      const part = compileSnapshot(entries.map((e) => e.assessment.compiled!));
+      const part = compileSnapshot(entries.map((e) => e.assessment.sanitized!));
       const group: GroupEntry = { entries, scope, ...(part.lines[0] !== undefined ? { line: part.lines[0] } : {}), tokens: part.tokenCount };
       if ((cached?.line !== undefined) !== (group.line !== undefined)) orderChanged = true;
       nextGroups.set(key, group);
@@ -162,15 +162,15 @@ export class Compiler {
   }
 
   /** 4. Desired statuses (they depend on the clock and on each object's current status, so they are not cached). */
-  private *statusSteps(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Steps<Compiled> {
+  private *statusSteps(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Steps<Compilation> {
     let n = 0;
     const scopeStates = new Map<string, 'Open' | 'Closed'>();
     const closedBy = new Map<string, ClosedBy>();
     const scopeObjects = new Map<string, string[]>();
     for (const [key, { entries }] of phase.members) {
       const tokens = entries.reduce((n, e) => n + e.tokenCount, 0);
-      const subjects = entries.reduce((n, e) => n + subjectsOf(e.assessment.compiled!).length, 0);
-      const flag = entries.some((e) => e.assessment.compiled?.spec.closed === true);
+      const subjects = entries.reduce((n, e) => n + subjectsOf(e.assessment.sanitized!).length, 0);
+      const flag = entries.some((e) => e.assessment.sanitized?.spec.closed === true);
       const s = stateOf(entries[0]!.assessment.scope!, tokens, flag, this.openPathsByDefault, subjects);
       scopeStates.set(key, s.state);
       if (s.state === 'Closed') closedBy.set(key, s.by);
@@ -188,7 +188,7 @@ export class Compiler {
       desired.set(d.name, d);
     }
     const assessments = [...phase.entries.values()].map((e) => e.assessment);
-    const included = assessments.flatMap((a) => (a.compiled ? [a.compiled] : []));
+    const included = assessments.flatMap((a) => (a.sanitized ? [a.sanitized] : []));
     return { included, assessments, desired, scopeStates, closedBy, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) };
   }
 }
@@ -201,8 +201,8 @@ function objectCacheKey(o: ProtectedScope): string {
 
 function entryFor(o: ProtectedScope, cacheKey: string): ObjectEntry {
   const assessment = assess(o);
-  if (!assessment.compiled || !assessment.scope) return { cacheKey, assessment, tokenCount: 0, noExpiry: 0, expiries: [] };
-  const tokens = tokensOf(assessment.compiled);
+  if (!assessment.sanitized || !assessment.scope) return { cacheKey, assessment, tokenCount: 0, noExpiry: 0, expiries: [] };
+  const tokens = tokensOf(assessment.sanitized);
   const expiries: number[] = [];
   let noExpiry = 0;
   for (const t of tokens) {
@@ -230,7 +230,7 @@ function activeAt(e: ObjectEntry, nowMs: number): { active: number; next?: numbe
  * One object's desired status at nowMs from the last compile, or undefined when the object changed since
  * (a new generation: the next compile covers it).
  */
-export function desiredNow(o: ProtectedScope, phase: SnapshotPhase, compiled: Compiled, nowMs: number): Desired | undefined {
+export function desiredNow(o: ProtectedScope, phase: SnapshotPhase, compiled: Compilation, nowMs: number): Desired | undefined {
   const e = phase.entries.get(o.metadata?.name ?? '');
   if (!e || e.cacheKey !== objectCacheKey(o)) return undefined;
   return desiredFor(o, e, activeAt(e, nowMs).active, compiled.scopeStates, compiled.closedBy, compiled.scopeObjects, new Date(nowMs).toISOString());
@@ -240,6 +240,6 @@ export function desiredNow(o: ProtectedScope, phase: SnapshotPhase, compiled: Co
  * Assesses all objects of the namespace and computes each one's desired status at nowMs (a one-off Compiler).
  * lastTransitionTime comes from the object's current Ready condition when its status is unchanged, else nowMs.
  */
-export function computeDesired(objects: readonly ProtectedScope[], nowMs: number, openPathsByDefault = false): Compiled {
+export function computeDesired(objects: readonly ProtectedScope[], nowMs: number, openPathsByDefault = false): Compilation {
   return new Compiler(openPathsByDefault).compile(objects, nowMs).compiled;
 }

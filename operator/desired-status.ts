@@ -29,7 +29,8 @@ export function desiredFor(
 ): Desired {
   const a = e.assessment;
   const name = o.metadata?.name ?? '';
-  const generation = o.metadata?.generation;
+  // The object's metadata.generation (the snapshot's generation is its content hash: another thing).
+  const objectGeneration = o.metadata?.generation;
   const previousReady = o.status?.conditions?.find((c) => c.type === READY);
   const ready = (status: Condition['status'], reason: string, message: string): Condition => {
     // As meta.SetStatusCondition: the transition time moves only when the condition's status does.
@@ -39,15 +40,15 @@ export function desiredFor(
       status,
       reason,
       message,
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      ...(objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {}),
       lastTransitionTime: same && previousReady?.lastTransitionTime ? previousReady.lastTransitionTime : nowIso,
     };
   };
-  if (!a.compiled || !a.scope || !e.scopeKey) {
+  if (!a.sanitized || !a.scope || !e.scopeKey) {
     return {
       name,
       status: {
-        ...(generation !== undefined ? { observedGeneration: generation } : {}),
+        ...(objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {}),
         conditions: [ready('False', 'Invalid', `left out of the snapshot: ${formatFieldErrors(a.errors)}`.slice(0, 2000))],
       },
     };
@@ -58,7 +59,7 @@ export function desiredFor(
   const others = (scopeObjects.get(key) ?? []).filter((n) => n !== name);
   const why = closedBy.get(key);
   const reason = why === 'flag' ? ' (closed: true)' : why === 'default' ? ' (default: nothing executes or writes until a token grants it)' : '';
-  const subjects = subjectsOf(a.compiled).length;
+  const subjects = subjectsOf(a.sanitized).length;
   const granted = subjects > 0 ? ` and ${subjects} subject${subjects === 1 ? '' : 's'}` : '';
   const summary = `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)${granted}`;
   const merged = others.length > 0 ? `; merged with ${others.length} other object${others.length === 1 ? '' : 's'} for the same scope` : '';
@@ -70,7 +71,7 @@ export function desiredFor(
     name,
     scopeKey: key,
     status: {
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      ...(objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {}),
       scope: a.scope.value,
       kind: SCOPE_FIELD[a.scope.kind],
       state,

@@ -11,7 +11,7 @@ import type { ScopeStatusClient } from '../k8s/scopes.js';
 import { SliceClock } from '../lib/time-slice.js';
 import type { ProcessResult } from './queue.js';
 import { NotLeaderError, type SnapshotWriter } from './snapshot-writer.js';
-import { Compiler, desiredNow, type Compiled, type SnapshotPhase } from './compiler.js';
+import { Compiler, desiredNow, type Compilation, type SnapshotPhase } from './compiler.js';
 import { statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
 import type { OperatorMetrics } from './metrics.js';
 
@@ -76,7 +76,8 @@ type WriteOutcome = Awaited<ReturnType<SnapshotWriter['write']>>;
 /** What publishing the snapshot produced, with the instants of its phases. */
 interface Published {
   readonly phase: SnapshotPhase;
-  readonly index: ReturnType<typeof shardSnapshot>['index'];
+  /** The snapshot's index document (its generation, counts and shard digests), not the decision index. */
+  readonly snapshotIndex: ReturnType<typeof shardSnapshot>['index'];
   readonly shards: ReturnType<typeof shardSnapshot>['shards'];
   readonly outcome: WriteOutcome;
   readonly compiledAt: number;
@@ -104,7 +105,7 @@ export class Reconciler {
   private readonly now: () => number;
   private readonly compiler: Compiler;
   private _lastReport: ReconcileReport | undefined;
-  private last: { phase: SnapshotPhase; compiled: Compiled } | undefined;
+  private last: { phase: SnapshotPhase; compiled: Compilation } | undefined;
   /** Merge sets already announced, by object, so a status patch still in flight is not announced twice. */
   private readonly announcedMerges = new Map<string, string>();
   private _lastSuccessAt = 0;
@@ -200,14 +201,14 @@ export class Reconciler {
   /** The snapshot first: compiled, sharded and written (only what differs) before any status work. */
   private async publishSnapshot(objects: readonly ProtectedScope[]): Promise<Published> {
     const phase = await this.compiler.snapshotAsync(objects);
-    const { index, shards } = shardSnapshot(phase.snapshot, this.opts.shardMaxBytes);
+    const { index: snapshotIndex, shards } = shardSnapshot(phase.snapshot, this.opts.shardMaxBytes);
     const compiledAt = this.now();
-    const outcome = await this.opts.writer.write(index, shards);
-    return { phase, index, shards, outcome, compiledAt, writtenAt: this.now() };
+    const outcome = await this.opts.writer.write(snapshotIndex, shards);
+    return { phase, snapshotIndex, shards, outcome, compiledAt, writtenAt: this.now() };
   }
 
   /** The desired statuses; from here on our own status echoes are expected (the informer predicate). */
-  private async computeStatuses(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Promise<Compiled> {
+  private async computeStatuses(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Promise<Compilation> {
     const compiled = await this.compiler.statusesAsync(objects, phase, nowMs);
     this.lastDesired.clear();
     for (const [name, d] of compiled.desired) this.lastDesired.set(name, d.status);
@@ -218,7 +219,7 @@ export class Reconciler {
    * Events for scopes that opened or closed. Before the first reconcile of this process, the previous state is
    * what the objects' statuses say, so a restart does not re-announce every scope.
    */
-  private announceScopeTransitions(compiled: Compiled, byName: ReadonlyMap<string, ProtectedScope>, events: EventTally): Map<string, PublishedState> {
+  private announceScopeTransitions(compiled: Compilation, byName: ReadonlyMap<string, ProtectedScope>, events: EventTally): Map<string, PublishedState> {
     const nextStates = new Map<string, PublishedState>();
     for (const [key, state] of compiled.scopeStates) {
       const names = compiled.scopeObjects.get(key) ?? [];
@@ -248,7 +249,7 @@ export class Reconciler {
   }
 
   /** The objects whose status differs from the desired one, compared in slices (10,000 objects, one thread). */
-  private async statusesThatDiffer(objects: readonly ProtectedScope[], compiled: Compiled): Promise<ProtectedScope[]> {
+  private async statusesThatDiffer(objects: readonly ProtectedScope[], compiled: Compilation): Promise<ProtectedScope[]> {
     const changed: ProtectedScope[] = [];
     const clock = new SliceClock(10);
     for (const o of objects) {
@@ -260,7 +261,7 @@ export class Reconciler {
   }
 
   /** Warnings for objects newly merged with others for one scope, or newly failing to compile. */
-  private announceObjectWarnings(changed: readonly ProtectedScope[], compiled: Compiled, byName: ReadonlyMap<string, ProtectedScope>, events: EventTally): void {
+  private announceObjectWarnings(changed: readonly ProtectedScope[], compiled: Compilation, byName: ReadonlyMap<string, ProtectedScope>, events: EventTally): void {
     for (const o of changed) {
       const d = compiled.desired.get(o.metadata.name)!.status;
       const before = o.status as ScopeStatus | undefined;
@@ -279,7 +280,7 @@ export class Reconciler {
     for (const name of [...this.announcedMerges.keys()]) if (!byName.has(name)) this.announcedMerges.delete(name);
   }
 
-  private recordMetrics(objects: readonly ProtectedScope[], compiled: Compiled, shards: readonly { readonly bytes: number }[]): void {
+  private recordMetrics(objects: readonly ProtectedScope[], compiled: Compilation, shards: readonly { readonly bytes: number }[]): void {
     const m = this.opts.metrics;
     if (!m) return;
     let closed = 0;
@@ -302,11 +303,11 @@ export class Reconciler {
 
   /** The report of this reconcile, logged when it wrote or queued anything. */
   private report(p: Published, statusQueued: number, events: number, nowMs: number): void {
-    const { index, shards, outcome } = p;
+    const { snapshotIndex, shards, outcome } = p;
     this._lastReport = {
-      generation: index.generation,
-      scopes: index.scopes,
-      tokens: index.tokens,
+      generation: snapshotIndex.generation,
+      scopes: snapshotIndex.scopes,
+      tokens: snapshotIndex.tokens,
       shards: shards.length,
       shardsWritten: outcome.shardsWritten,
       indexWritten: outcome.indexWritten,
@@ -324,7 +325,7 @@ export class Reconciler {
   }
 
   /** Run again at the resync, the next token expiry or the next stale-shard cleanup, whichever comes first. */
-  private nextWake(compiled: Compiled, outcome: WriteOutcome, nowMs: number): number {
+  private nextWake(compiled: Compilation, outcome: WriteOutcome, nowMs: number): number {
     const waits = [this.opts.resyncMs ?? 10 * 60_000];
     if (compiled.nextExpiryMs !== undefined) waits.push(compiled.nextExpiryMs - nowMs + EXPIRY_SLACK_MS);
     if (outcome.nextCleanupAtMs !== undefined) waits.push(outcome.nextCleanupAtMs - nowMs + EXPIRY_SLACK_MS);
