@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
-import type { AccessIndex } from '../core/index.js';
+import type { AccessIndex, IndexedScope, TokenTableBuilder } from '../core/index.js';
 import { LIKELY_PROXIES, type LikelyProxy } from './endpoints/headers.js';
 
 export const ENDPOINTS = ['auth-request', 'authorize', 'forward-auth', 'ext-authz'] as const;
@@ -17,6 +17,38 @@ const ENDPOINT_INDEX = Object.fromEntries(ENDPOINTS.map((e, i) => [e, i])) as Re
 const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<AnswerOutcome, number>;
 const KIND_INDEX = Object.fromEntries(SCOPE_KIND_LABELS.map((k, i) => [k, i])) as Record<ScopeKindLabel, number>;
 const CELLS = ENDPOINTS.length * OUTCOMES.length * SCOPE_KIND_LABELS.length;
+
+/**
+ * The fixed look-ahead windows of svc_auth_tokens_expiring, in seconds. Fixed so the label stays bounded
+ * (never a token id), and wide enough apart that an alert can pick "within a day" or "within a week".
+ */
+export const EXPIRY_WINDOWS = [['1h', 3600], ['24h', 86_400], ['7d', 7 * 86_400], ['30d', 30 * 86_400]] as const;
+
+/** The finite expiries (ms since the epoch) of an index's token records, sorted ascending. */
+export function sortedExpiries(index: AccessIndex): Float64Array {
+  const out: number[] = [];
+  // copyInto hands each record's expiry to addDigest without building anything per record; records() would
+  // hex-encode every digest, which for a large snapshot is a noticeable pause of the one thread serving requests.
+  const collector = {
+    addDigest(_bytes: Uint8Array, _offset: number, _owner: IndexedScope, expiresAt: number): void {
+      if (Number.isFinite(expiresAt)) out.push(expiresAt);
+    },
+  };
+  index.tokens.copyInto(collector as unknown as TokenTableBuilder<IndexedScope>, () => true);
+  return Float64Array.from(out).sort();
+}
+
+/** How many of the sorted expiries fall at or before `t` (binary search). */
+function countUpTo(sorted: Float64Array, t: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
 
 export const DURATION_BUCKETS = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.05] as const;
 
@@ -98,6 +130,8 @@ export class AuthMetrics {
   private readonly jwksFetches: Counter<'issuer' | 'result'>;
   private readonly misdirectedRequests: Counter<'endpoint' | 'likely_proxy'>;
   private loadedAt: number | null = null;
+  private expiryIndex: AccessIndex | null = null;
+  private expiries: Float64Array | null = null;
   private logDrops: () => number = () => 0;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -169,6 +203,29 @@ export class AuthMetrics {
         else age.set((Date.now() - this.loadedAt) / 1000);
       },
     });
+    const expiring: Gauge<'within'> = new Gauge({
+      name: 'svc_auth_tokens_expiring',
+      help: 'Token records in the snapshot in service that are still valid and expire within the window (1h, 24h, 7d, 30d).',
+      labelNames: ['within'] as const,
+      registers,
+      collect: () => {
+        if (this.expiryIndex === null) {
+          expiring.reset();
+          return;
+        }
+        // Sorted once per snapshot, at the first scrape after the swap, so a reload does not pay for it. A failure
+        // here must not fail the whole scrape (every other metric with it): this gauge alone goes without series.
+        try {
+          this.expiries ??= sortedExpiries(this.expiryIndex);
+        } catch {
+          expiring.reset();
+          return;
+        }
+        const now = Date.now();
+        const expired = countUpTo(this.expiries, now);
+        for (const [label, seconds] of EXPIRY_WINDOWS) expiring.labels(label).set(countUpTo(this.expiries, now + seconds * 1000) - expired);
+      },
+    });
     this.scopes = new Gauge({ name: 'svc_auth_snapshot_scopes', help: 'Closed scopes in the snapshot in service.', registers });
     this.tokens = new Gauge({ name: 'svc_auth_snapshot_tokens', help: 'Token records in the snapshot in service.', registers });
     this.loadSeconds = new Gauge({ name: 'svc_auth_snapshot_load_seconds', help: 'Wall time the last successful reload took (read, verify, build).', registers });
@@ -214,6 +271,8 @@ export class AuthMetrics {
     this.snapshotInfo.labels(index.generation).set(1);
     this.scopes.set(index.scopeCount);
     this.tokens.set(index.tokenCount);
+    this.expiryIndex = index;
+    this.expiries = null;
     this.loadSeconds.set(loadMs / 1000);
     this.loadedAt = now;
     this.reloads.labels(source, 'loaded').inc();

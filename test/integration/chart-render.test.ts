@@ -16,6 +16,7 @@ import { applyManifests } from '../stack/kubectl.js';
 const CRD_SOURCE = join(repoRoot, 'crds', 'protectedscope.yaml');
 const CRD_CHART_COPY = join(CHART_DIR, 'files', 'protectedscope.yaml');
 const SERVICEMONITOR_STANDIN = join(repoRoot, 'test', 'stack', 'fixtures', 'servicemonitor-crd');
+const PROMETHEUSRULE_STANDIN = join(repoRoot, 'test', 'prometheus', 'fixtures', 'prometheusrule-crd');
 
 /** Value sets the chart is rendered, linted and dry-run with. */
 const VALUE_SETS: Record<string, Record<string, unknown>> = {
@@ -48,6 +49,13 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
       metricsNamespaceSelector: { 'kubernetes.io/metadata.name': 'monitoring' },
     },
     serviceMonitor: { enabled: true, interval: '15s', scrapeTimeout: '5s', labels: { release: 'prometheus' } },
+    prometheusRule: {
+      enabled: true, labels: { release: 'prometheus' }, runbookBaseUrl: 'https://docs.example.org/svc/runbooks.html',
+      extraRules: [{ alert: 'SvcDataTeamPaging', expr: 'vector(1) > 2', for: '1m', labels: { severity: 'info' }, annotations: { summary: 'ours' } }],
+      thresholds: { unavailableFor: '3m', snapshotBehindSeconds: 60, snapshotBehindSlackSeconds: 30, errorWindow: '15m', queueStuckFor: '10m', decisionLatencyP99Seconds: 0.005,
+        refusalSurgeFactor: 3, refusalSurgeMinRate: 1, malformedSurgeFactor: 3, malformedSurgeMinRate: 0.2, tokenExpiryWindow: '24h' },
+    },
+    grafanaDashboard: { enabled: true, labels: { grafana_dashboard: '1' }, annotations: { grafana_folder: 'svc' } },
   },
   'moving off ingress-nginx': { networkPolicy: { proxyNamespaces: ['ingress-nginx', 'traefik'] } },
   minimal: {
@@ -75,6 +83,11 @@ const REJECTED: [string, Record<string, unknown> | undefined, string[] | undefin
   ['an empty ingress namespace selector', { networkPolicy: { ingressNamespaceSelector: null } }, undefined, /ingressNamespaceSelector/],
   ['a proxy namespace that is no namespace name', { networkPolicy: { proxyNamespaces: ['Traefik_NS'] } }, undefined, /proxyNamespaces/],
   ['an unknown pull policy', { image: { pullPolicy: 'Sometimes' } }, undefined, /pullPolicy/],
+  ['a token expiry window svc-auth does not export', { prometheusRule: { thresholds: { tokenExpiryWindow: '2d' } } }, undefined, /tokenExpiryWindow/],
+  ['a latency bound past the largest bucket', { prometheusRule: { thresholds: { decisionLatencyP99Seconds: 0.1 } } }, undefined, /decisionLatencyP99Seconds/],
+  ['a misspelt threshold', { prometheusRule: { thresholds: { errorWindows: '5m' } } }, undefined, /additional properties 'errorWindows' not allowed/],
+  ['an extra rule without an expression', { prometheusRule: { extraRules: [{ alert: 'X' }] } }, undefined, /extraRules/],
+  ['a dashboard namespace that is no namespace name', { grafanaDashboard: { namespace: 'Monitoring_NS' } }, undefined, /namespace/],
 ];
 
 interface Container {
@@ -173,9 +186,10 @@ describeCluster('Helm chart charts/svc', () => {
 
     it('renders the optional objects when asked, and leaves them out when not', () => {
       const on = all('everything on').map((m) => `${m.kind}/${m.metadata.name}`);
-      expect(on).toEqual(expect.arrayContaining(['HorizontalPodAutoscaler/svc-auth', 'ServiceMonitor/svc-auth', 'ServiceMonitor/svc-operator']));
+      expect(on).toEqual(expect.arrayContaining(['HorizontalPodAutoscaler/svc-auth', 'ServiceMonitor/svc-auth', 'ServiceMonitor/svc-operator',
+        'PrometheusRule/svc-access-control', 'ConfigMap/svc-access-control-dashboard']));
       const minimal = all('minimal').map((m) => m.kind);
-      for (const kind of ['CustomResourceDefinition', 'NetworkPolicy', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'ServiceMonitor']) expect(minimal).not.toContain(kind);
+      for (const kind of ['CustomResourceDefinition', 'NetworkPolicy', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap']) expect(minimal).not.toContain(kind);
       expect(ofKind(all('minimal'), 'Deployment', 'svc-management')).toHaveLength(0);
       expect(ofKind(all('minimal'), 'ServiceAccount', 'svc-management')).toHaveLength(0);
       expect(ofKind(all('minimal'), 'Role', 'svc-management')).toHaveLength(0);
@@ -374,13 +388,15 @@ describeCluster('Helm chart charts/svc', () => {
 
   describe('server-side dry-run (strict field validation) on the real API server', () => {
     beforeAll(async () => {
-      // The ServiceMonitor CRD, when the cluster lacks it: our strict stand-in (see the fixture's header).
+      // The ServiceMonitor and PrometheusRule CRDs, when the cluster lacks them: our strict stand-ins (see the fixtures' headers).
       const ext = kubeConfig().makeApiClient(k8s.ApiextensionsV1Api);
-      try {
-        await ext.readCustomResourceDefinition({ name: 'servicemonitors.monitoring.coreos.com' });
-      } catch (e) {
-        if ((e as { code?: number }).code !== 404) throw e;
-        await installCrds(kubeconfigPath(), SERVICEMONITOR_STANDIN, () => undefined);
+      for (const [name, standin] of [['servicemonitors.monitoring.coreos.com', SERVICEMONITOR_STANDIN], ['prometheusrules.monitoring.coreos.com', PROMETHEUSRULE_STANDIN]] as const) {
+        try {
+          await ext.readCustomResourceDefinition({ name });
+        } catch (e) {
+          if ((e as { code?: number }).code !== 404) throw e;
+          await installCrds(kubeconfigPath(), standin, () => undefined);
+        }
       }
     });
 
