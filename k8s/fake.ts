@@ -9,7 +9,7 @@ import type { ConfigMapClient, ConfigMapObject } from './configmaps.js';
 import type { EventRecord, EventSink } from './events.js';
 import type { ListWatchSource, ObjectWithMeta, WatchEventType } from './informer.js';
 import type { LeaseClient, LeaseRecord } from './lease.js';
-import type { ScopeStatusClient, StatusPatch } from './scopes.js';
+import type { ScopeStatusClient, StatusPatch } from './watched-scopes.js';
 
 export class ApiError extends Error {
   constructor(

@@ -11,7 +11,7 @@ import { EventRecorder, type EventSink } from '../k8s/events.js';
 import { ResilientInformer, type InformerHandlers, type InformerOptions, type ListWatchSource } from '../k8s/informer.js';
 import { LeaderElector, type LeaseClient } from '../k8s/lease.js';
 import { ROLE_LABEL } from '../k8s/snapshot-objects.js';
-import type { ScopeStatusClient } from '../k8s/scopes.js';
+import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
 import { OperatorMetrics } from './metrics.js';
 import { WorkQueue, type WorkQueueOptions } from './queue.js';
 import { Reconciler, type Logger, type ReconcilerOptions } from './reconciler.js';

@@ -7,7 +7,7 @@
  */
 import { API_GROUP_VERSION, KIND, shardSnapshot, type ProtectedScope } from '../core/index.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
-import type { ScopeStatusClient } from '../k8s/scopes.js';
+import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
 import { SliceClock } from '../lib/time-slice.js';
 import type { ProcessResult } from './queue.js';
 import { NotLeaderError, type SnapshotWriter } from './snapshot-writer.js';

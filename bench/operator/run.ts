@@ -23,7 +23,7 @@ import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, hashToken, parseSn
 import { configMapListWatch, kubeConfigMapClient } from '../../k8s/configmaps.js';
 import { ResilientInformer } from '../../k8s/informer.js';
 import { fromKubeConfig, loadKubeConfig, type Kube } from '../../k8s/kube.js';
-import { kubeScopeStatusClient } from '../../k8s/scopes.js';
+import { kubeScopeStatusClient } from '../../k8s/watched-scopes.js';
 import { SnapshotReader } from '../../k8s/snapshot-reader.js';
 import { AuthProcess, OperatorProcess, sleep, topicFile } from '../../test/integration/operator-support.js';
 
