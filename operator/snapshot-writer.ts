@@ -76,15 +76,25 @@ export class SnapshotWriter {
     if (name === this.opts.snapshotName) this.lastIndexText = undefined;
   }
 
+  /** Writes what differs, in the order that keeps readers whole: shards, then the index, then stale shards go. */
   async write(index: SnapshotIndex, shards: readonly Shard[]): Promise<WriteOutcome> {
-    const { snapshotName, client } = this.opts;
     const cached = new Map(this.opts.cache().map((cm) => [cm.metadata.name, cm]));
-    const guard = () => {
-      if (!this.opts.canWrite()) throw new NotLeaderError();
-    };
-    this.wanted = new Set(shards.map((s) => shardConfigMapName(snapshotName, s.digest)));
+    this.wanted = new Set(shards.map((s) => shardConfigMapName(this.opts.snapshotName, s.digest)));
+    const shardsWritten = await this.writeShards(index, shards, cached);
+    const indexWritten = await this.writeIndex(index, cached.get(this.opts.snapshotName));
+    const { deleted, nextCleanupAtMs } = await this.deleteStaleShards(cached);
+    for (const name of [...this.written.keys()]) if (!this.wanted.has(name)) this.written.delete(name);
+    return { shardsWritten, indexWritten, deleted, ...(nextCleanupAtMs !== undefined ? { nextCleanupAtMs } : {}) };
+  }
 
-    // 1. Shards, a few at a time (each up to ~700 KiB).
+  /** Only the leader writes, and it checks before every single write. */
+  private guard(): void {
+    if (!this.opts.canWrite()) throw new NotLeaderError();
+  }
+
+  /** 1. Shards, a few at a time (each up to ~700 KiB); only those missing or not as written. */
+  private async writeShards(index: SnapshotIndex, shards: readonly Shard[], cached: ReadonlyMap<string, ConfigMapObject>): Promise<number> {
+    const { snapshotName, client } = this.opts;
     const todo: { name: string; shard: Shard; replace?: ConfigMapObject }[] = [];
     for (const shard of shards) {
       const name = shardConfigMapName(snapshotName, shard.digest);
@@ -99,10 +109,10 @@ export class SnapshotWriter {
     }
     let shardsWritten = 0;
     await pool(todo, this.opts.concurrency ?? 3, async ({ name, shard, replace }) => {
-      guard();
+      this.guard();
       // Immutable data cannot be corrected in place: delete that incarnation, then create.
       if (replace) await client.delete(name, replace.metadata.uid);
-      guard();
+      this.guard();
       await client.apply({
         metadata: {
           name,
@@ -116,28 +126,34 @@ export class SnapshotWriter {
       shardsWritten++;
       this.opts.onWrite?.('shard', name);
     });
+    return shardsWritten;
+  }
 
-    // 2. The index, last.
+  /** 2. The index, last, unless the one in place already says the same. */
+  private async writeIndex(index: SnapshotIndex, current: ConfigMapObject | undefined): Promise<boolean> {
+    const { snapshotName } = this.opts;
     const indexText = JSON.stringify(index);
-    const current = cached.get(snapshotName);
     const labels = snapshotLabels(snapshotName, 'index');
     const upToDate =
       current?.data?.[INDEX_KEY] === indexText &&
       Object.entries(labels).every(([k, v]) => current.metadata.labels?.[k] === v) &&
       current.metadata.annotations?.[GENERATION_ANNOTATION] === index.generation;
-    let indexWritten = false;
-    if (!upToDate && !(this.lastIndexText === indexText && current === undefined)) {
-      guard();
-      await client.apply({
+    const written = !upToDate && !(this.lastIndexText === indexText && current === undefined);
+    if (written) {
+      this.guard();
+      await this.opts.client.apply({
         metadata: { name: snapshotName, labels, annotations: { [GENERATION_ANNOTATION]: index.generation } },
         data: { [INDEX_KEY]: indexText },
       });
-      indexWritten = true;
       this.opts.onWrite?.('index', snapshotName);
     }
     this.lastIndexText = indexText;
+    return written;
+  }
 
-    // 3. Stale shards: labelled for this snapshot, named by no index we wrote; deleted after the grace period.
+  /** 3. Stale shards: labelled for this snapshot, named by no index we wrote; deleted after the grace period. */
+  private async deleteStaleShards(cached: ReadonlyMap<string, ConfigMapObject>): Promise<{ deleted: number; nextCleanupAtMs?: number }> {
+    const { snapshotName, staleGraceMs } = this.opts;
     const now = this.now();
     let deleted = 0;
     let nextCleanupAtMs: number | undefined;
@@ -149,21 +165,20 @@ export class SnapshotWriter {
       present.add(name);
       const since = this.staleSince.get(name) ?? now;
       this.staleSince.set(name, since);
-      if (now - since >= this.opts.staleGraceMs) {
-        guard();
-        await client.delete(name, cm.metadata.uid);
+      if (now - since >= staleGraceMs) {
+        this.guard();
+        await this.opts.client.delete(name, cm.metadata.uid);
         this.staleSince.delete(name);
         present.delete(name);
         deleted++;
         this.opts.onWrite?.('delete', name);
       } else {
-        const at = since + this.opts.staleGraceMs;
+        const at = since + staleGraceMs;
         if (nextCleanupAtMs === undefined || at < nextCleanupAtMs) nextCleanupAtMs = at;
       }
     }
     for (const name of [...this.staleSince.keys()]) if (!present.has(name)) this.staleSince.delete(name);
-    for (const name of [...this.written.keys()]) if (!this.wanted.has(name)) this.written.delete(name);
-    return { shardsWritten, indexWritten, deleted, ...(nextCleanupAtMs !== undefined ? { nextCleanupAtMs } : {}) };
+    return { deleted, ...(nextCleanupAtMs !== undefined ? { nextCleanupAtMs } : {}) };
   }
 }
 

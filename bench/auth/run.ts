@@ -16,13 +16,11 @@
 // BENCH_AUTH_NODE_FLAGS (node options for svc-auth; default: those of its bin's shebang, as deployed),
 // BENCH_CASES (comma-separated subset of baseline,open,valid,wrong,jwt,reload; default all: targets whose cases
 // did not run are reported as not run, and the run fails).
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createServer as createHttpServer } from 'node:http';
@@ -30,6 +28,9 @@ import autocannon from 'autocannon';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { compileSnapshot, formatGeneratedToken, hashToken, parseSnapshotFile, serializeSnapshot, tokenIdOf, type ProtectedScope, type Snapshot, type TokenRecord } from '../../core/index.js';
 import { buildIndexInSlices } from '../../authz/sources/source.js';
+import { freePorts } from '../../test/support/ports.js';
+import { Supervised } from '../../test/support/process.js';
+import { waitUntil } from '../../test/support/wait.js';
 
 const SCOPES = 10_000;
 const TOKENS_PER_SCOPE = 10;
@@ -148,17 +149,6 @@ const hasTaskset = (() => {
   }
 })();
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolvePort(port));
-    });
-  });
-}
-
 /** Whether dist/ holds a build at least as new as every source of svc-auth (core/, authz/). */
 function builtIsCurrent(): { current: boolean; why: string } {
   const newest = (dir: string, ext: string): number => {
@@ -183,33 +173,23 @@ function deployedNodeFlags(): string {
   return /^#!\/usr\/bin\/env -S node (.*)$/.exec(first)?.[1] ?? '';
 }
 
-const children: ChildProcess[] = [];
+// Supervised kills whatever still runs when the bench exits, a failed one included.
+const children: Supervised[] = [];
 
-function spawnPinned(args: string[]): ChildProcess {
+function spawnPinned(name: string, args: string[]): Supervised {
   const [cmd, argv] = hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...args]] : [process.execPath, args];
-  const child = spawn(cmd, argv, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = Supervised.spawn(name, cmd, argv, { cwd: ROOT, output: 'stderr' });
   children.push(child);
   return child;
 }
 
-function killAll(): void {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-}
-process.on('exit', killAll);
-
-async function waitFor(url: string, ok: (status: number, body: string) => boolean, timeoutMs: number): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const r = await fetch(url);
-      const body = await r.text();
-      if (ok(r.status, body)) return body;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${url}`);
-    await sleep(20);
-  }
+/** The body of `url` once `ok` accepts its answer (polled every 20 ms: the bench times svc-auth's start). */
+function waitFor(url: string, ok: (status: number, body: string) => boolean, timeoutMs: number): Promise<string> {
+  return waitUntil(async () => {
+    const r = await fetch(url);
+    const body = await r.text();
+    return ok(r.status, body) ? body : undefined;
+  }, { what: url, timeoutMs, intervalMs: 20 });
 }
 
 function metricValue(text: string, name: string): number | undefined {
@@ -321,14 +301,14 @@ async function main(): Promise<void> {
   const indexBytes = process.memoryUsage().heapUsed - heapBefore;
   void built.value.scopeCount; // keep the index alive until measured
 
-  const [basePort, authPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const [basePort, authPort, metricsPort] = (await freePorts(3)) as [number, number, number];
   const provider = await startProvider();
-  const baseline = spawnPinned(['--input-type=module', '-e', BASELINE_SERVER, String(basePort)]);
+  const baseline = spawnPinned('baseline', ['--input-type=module', '-e', BASELINE_SERVER, String(basePort)]);
   const build = builtIsCurrent();
   const useDist = process.env.BENCH_AUTH_DIST === undefined ? build.current : process.env.BENCH_AUTH_DIST === '1';
   console.log(useDist ? '  svc-auth: node dist/authz/main.js (the build, as deployed)' : `  svc-auth: node --import tsx authz/main.ts (${build.why}; run "npm run build" to bench the build, which is faster)`);
   const spawnedAt = performance.now();
-  const auth = spawnPinned([
+  const auth = spawnPinned('svc-auth', [
     ...(process.env.BENCH_AUTH_NODE_FLAGS ?? deployedNodeFlags()).split(' ').filter(Boolean),
     ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts']),
     '--snapshot-file', layout.file,
@@ -453,13 +433,11 @@ async function main(): Promise<void> {
   ];
   console.log('');
   for (const [label, pass] of targets) console.log(`${pass ? 'PASS' : 'FAIL'}  ${label}`);
-  killAll();
-  baseline.kill();
+  await Promise.all(children.map((c) => c.stop('SIGKILL')));
   process.exitCode = targets.every(([, p]) => p) ? 0 : 1;
 }
 
 main().catch((e: unknown) => {
   console.error(e);
-  killAll();
   process.exit(1);
 });

@@ -18,19 +18,20 @@
 //
 // Env: BENCH_E2E_DURATION (s per run, default 4), BENCH_E2E_ROUNDS (default 3), BENCH_E2E_CONNECTIONS
 // (default 32), BENCH_E2E_CONNECTIONS_1M (default 4), BENCH_E2E_CASES (a subset), BENCH_E2E_CACHE_MAX_AGE (s, default 5). Sends traffic only to 127.0.0.1; every run is bounded.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatGeneratedToken } from '../../core/index.js';
-import { freePorts, waitForPort } from '../../test/e2e/support/net.js';
 import { ensureNginx, nginxPlan } from '../../test/e2e/support/nginx.js';
 import { tokenRecord, writeScopeAtomically } from '../../test/e2e/support/scopes.js';
 import { traefikDynamic, traefikStatic } from '../../test/e2e/support/traefik.js';
 import { ensureTraefik } from '../../test/controlplane/assets.js';
+import { freePorts, httpStatus as status, waitForPort } from '../../test/support/ports.js';
+import { Supervised } from '../../test/support/process.js';
+import { sleep, waitUntil } from '../../test/support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DURATION = Number(process.env.BENCH_E2E_DURATION ?? 4);
@@ -66,31 +67,20 @@ const TOPIC = { kind: 'topic', value: 'origin.a.wis2.bench.data.core' } as const
 const TRAEFIK_HOST = 'data.example.org';
 const DIR = '/data/2026-11-21/wis/origin/a/wis2/bench/data/core';
 
-const children: ChildProcess[] = [];
-const alive = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
-// SIGTERM, not SIGKILL: a killed nginx master leaves its workers running (and serving) as orphans.
-process.on('exit', () => {
-  for (const c of children) if (alive(c)) c.kill('SIGTERM');
-});
+const children: Supervised[] = [];
 /** Stops every child and waits for each (SIGKILL after 5 s). */
 async function stopAll(): Promise<void> {
-  await Promise.all(children.filter(alive).map((c) => new Promise<void>((done) => {
-    const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
-    c.once('exit', () => {
-      clearTimeout(timer);
-      done();
-    });
-    c.kill('SIGTERM');
-  })));
+  await Promise.all(children.map((c) => c.stop('SIGTERM', 5000)));
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stopAll().then(() => process.exit(130)));
 
 const hasTaskset = spawnSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' }).status === 0;
 const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] => (hasTaskset ? ['taskset', ['-c', String(cpu), cmd, ...args]] : [cmd, args]);
 
-function start(cpu: number, cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
+function start(cpu: number, cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Supervised {
   const [c, a] = pinned(cpu, cmd, args);
-  const child = spawn(c, a, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  // SIGTERM, not SIGKILL, if the bench exits first: a killed nginx master leaves its workers running (and serving) as orphans.
+  const child = Supervised.spawn(basename(cmd), c, a, { cwd: ROOT, env, output: 'stderr', signalOnExit: 'SIGTERM' });
   children.push(child);
   return child;
 }
@@ -100,18 +90,6 @@ function deployedNodeFlags(): string[] {
   return (/^#!\/usr\/bin\/env -S node (.*)$/.exec(first)?.[1] ?? '').split(/\s+/).filter(Boolean);
 }
 
-function status(port: number, path: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((res) => {
-    const req = get({ host: '127.0.0.1', port, path, headers, timeout: 2000, agent: false }, (r) => {
-      r.resume();
-      res(r.statusCode ?? 0);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => res(0));
-  });
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Busy and total jiffies of cpu0 and cpu1 from /proc/stat. */
 function cpuTimes(): [number, number][] {
@@ -283,7 +261,8 @@ async function main(): Promise<void> {
     }
   }
   for (const port of [noop, auth, a, b, c, d, e, f, a1m, b1m, d1m, f1m, ok200, ...(withTraefik ? [tb, td] : [])]) await waitForPort(port, 30_000);
-  for (let i = 0; i < 300 && (await status(auth, '/readyz')) !== 200; i++) await sleep(100);
+  // Not fatal here: the per-case check below says what does not answer as intended.
+  await waitUntil(async () => (await status(auth, '/readyz')) === 200, { what: 'svc-auth /readyz', timeoutMs: 30_000 }).catch(() => undefined);
 
   const path = (big: boolean) => `${DIR}/${big ? 'x1m' : 'x1k'}.bufr4`;
   const bearer = { Authorization: `Bearer ${token}` };
@@ -291,7 +270,8 @@ async function main(): Promise<void> {
   // Traefik listens before its file provider has loaded the routers (404 until then)
   if (withTraefik) {
     for (const port of [tb, td]) {
-      for (let i = 0; i < 300 && (await status(port, path(false), { ...bearer, Host: TRAEFIK_HOST })) === 404; i++) await sleep(100);
+      await waitUntil(async () => (await status(port, path(false), { ...bearer, Host: TRAEFIK_HOST })) !== 404,
+        { what: `Traefik on ${port} to load its routers`, timeoutMs: 30_000 }).catch(() => undefined);
     }
   }
   // every case must answer as intended before it is measured: 200 with the token, and 401 without it

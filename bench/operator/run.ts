@@ -25,7 +25,9 @@ import { ResilientInformer } from '../../k8s/informer.js';
 import { fromKubeConfig, loadKubeConfig, type Kube } from '../../k8s/kube.js';
 import { kubeScopeStatusClient } from '../../k8s/watched-scopes.js';
 import { SnapshotReader } from '../../k8s/snapshot-reader.js';
-import { AuthProcess, OperatorProcess, sleep, topicFile } from '../../test/integration/operator-support.js';
+import { AuthProcess, OperatorProcess, topicFile } from '../../test/integration/operator-support.js';
+import { freePorts } from '../../test/support/ports.js';
+import { sleep, waitUntil } from '../../test/support/wait.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GROUP = 'auth.svc.io';
@@ -140,16 +142,11 @@ interface Decider {
 }
 
 async function svcAuthDecider(kubeconfig: string, ns: string): Promise<Decider> {
-  const { freePorts } = await import('../../test/controlplane/controlplane.js');
   const [port, metricsPort] = await freePorts(2);
   const p = new AuthProcess(kubeconfig, ns, ['--log-level', 'warn'], { port: port!, metricsPort: metricsPort! }).start();
   try {
     await p.started();
-    const end = Date.now() + 120_000;
-    while (!(await p.ready())) {
-      if (Date.now() > end) throw new Error(`svc-auth not ready:\n${p.output.slice(-2000)}`);
-      await sleep(100);
-    }
+    await waitUntil(() => p.ready(), { what: 'svc-auth /readyz', timeoutMs: 120_000, describe: () => p.output.slice(-2000) });
   } catch (e) {
     await p.stop();
     throw e;

@@ -1,14 +1,14 @@
 // Helpers for the svc CLI's tests: the program run in-process with a fixed clock, fixed randomness and
 // captured output (so formats can be pinned by snapshots), a real process when exit codes and
 // concurrency matter, and a byte-for-byte picture of a manifest directory.
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Io } from '../../cli/io.js';
 import { run } from '../../cli/program.js';
+import { runCommand } from '../support/process.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** 2026-11-21T10:00:00Z: every createdAt in snapshots. */
@@ -72,26 +72,15 @@ export function svcProcess(
   args: readonly string[],
   options: { env?: Record<string, string | undefined>; stdin?: string; timeoutMs?: number; script?: string; built?: string } = {},
 ): Promise<Result> {
-  return new Promise((done, fail) => {
-    // `built`: a transpiled copy (buildCli()), which starts without tsx's per-module cost (client-node is ~1000 modules).
-    const argv = options.built ? [join(options.built, 'cli', 'main.js')] : ['--import', 'tsx', options.script ?? 'cli/main.ts'];
-    const child = spawn(process.execPath, [...argv, ...args], {
-      cwd: repoRoot,
-      env: { ...process.env, NODE_OPTIONS: '', SVC_SCOPES_DIR: '', ...options.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code: code ?? -1, stdout, stderr });
-    });
-    child.stdin.end(options.stdin ?? '');
-  });
+  // `built`: a transpiled copy (buildCli()), which starts without tsx's per-module cost (client-node is ~1000 modules).
+  const argv = options.built ? [join(options.built, 'cli', 'main.js')] : ['--import', 'tsx', options.script ?? 'cli/main.ts'];
+  return runCommand(process.execPath, [...argv, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, NODE_OPTIONS: '', SVC_SCOPES_DIR: '', ...options.env },
+    // Always a pipe (empty by default), as a shell pipeline would give it.
+    input: options.stdin ?? '',
+    timeoutMs: options.timeoutMs ?? 120_000,
+  }).then((r) => ({ code: r.code ?? -1, stdout: r.stdout, stderr: r.stderr }));
 }
 
 export function tempDir(prefix = 'svc-cli-'): string {
@@ -124,7 +113,7 @@ export function scrub(text: string, replacements: Record<string, string>): strin
 }
 
 /**
- * Transpiles cli/, core/ and k8s/ (TypeScript to ESM JavaScript, no type check) into a fresh directory under
+ * Transpiles cli/, core/, k8s/ and lib/ (TypeScript to ESM JavaScript, no type check) into a fresh directory under
  * .cache/, inside the repository so node_modules resolve; returns that directory (remove it with removeDir).
  * For tests that start many processes: the same source, without tsx's loader on every import.
  */
@@ -137,7 +126,8 @@ export async function buildCli(): Promise<string> {
     readdirSync(join(repoRoot, dir), { withFileTypes: true }).flatMap((d) =>
       d.isDirectory() ? walk(join(dir, d.name)) : d.name.endsWith('.ts') && !d.name.endsWith('.test.ts') ? [join(dir, d.name)] : [],
     );
-  for (const file of ['cli', 'core', 'k8s'].flatMap(walk)) {
+  // lib/ (shared helpers such as parseDuration) is new and imported by cli/; skipped where a checkout lacks it.
+  for (const file of ['cli', 'core', 'k8s', 'lib'].filter((d) => existsSync(join(repoRoot, d))).flatMap(walk)) {
     const js = ts.transpileModule(readFileSync(join(repoRoot, file), 'utf8'), {
       compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false },
       fileName: file,

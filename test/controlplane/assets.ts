@@ -4,14 +4,13 @@
 // Lookup order, per binary:
 //   1. TEST_ASSET_ETCD / TEST_ASSET_KUBE_APISERVER / TEST_ASSET_HELM / TEST_ASSET_KUBELET ... (a path to the binary)
 //   2. KUBEBUILDER_ASSETS (a directory holding `etcd`, `kube-apiserver` and optionally `helm`)
-//   3. the cache: ${SVC_ASSETS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-access-control}/<name>-<version>-<hash>/<name>
+//   3. the tool cache (../support/cache.ts): <cache root>/<name>-<version>-<hash>/<name>
 //   4. `go build` into that cache (GOTOOLCHAIN=local, CGO_ENABLED=0, -trimpath), atomically and under a lock.
 import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { accessSync, constants, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cacheEntryDir, cacheRoot, fillCacheEntry, isExecutable } from '../support/cache.js';
 
 export interface Assets {
   etcd: string;
@@ -106,12 +105,6 @@ function log(message: string): void {
   process.stderr.write(`[assets] ${message}\n`);
 }
 
-export function assetsCacheDir(): string {
-  if (process.env.SVC_ASSETS_CACHE) return resolve(process.env.SVC_ASSETS_CACHE);
-  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'svc-access-control');
-}
-
 /** The version of `module` that go.mod requires (a replace with a version wins, as it does for go). */
 export function requiredVersion(goMod: string, module: string): string {
   const esc = module.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
@@ -128,22 +121,10 @@ export function cachedBuildDir(component: Component): { dir: string; version: st
   const modDir = join(goModulesRoot, recipe.moduleDir);
   const goMod = readFileSync(join(modDir, 'go.mod'), 'utf8');
   const version = requiredVersion(goMod, recipe.versionOf);
-  const hash = createHash('sha256');
   // go.mod + go.sum (and any Go source of the wrapper module) decide the binary; so do the link flags.
-  for (const file of readdirSync(modDir).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort()) {
-    hash.update(`${file}\0`).update(readFileSync(join(modDir, file))).update('\0');
-  }
-  hash.update(recipe.ldflags(version, goMod).join(' '));
-  return { dir: join(assetsCacheDir(), `${component}-${version}-${hash.digest('hex').slice(0, 12)}`), version, goMod };
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
+  const files = readdirSync(modDir).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort();
+  const key = [...files.flatMap((file) => [`${file}\0`, readFileSync(join(modDir, file)), '\0']), recipe.ldflags(version, goMod).join(' ')];
+  return { dir: cacheEntryDir(component, version, key), version, goMod };
 }
 
 function given(component: Component): string | undefined {
@@ -180,58 +161,6 @@ function versionAtLeast(have: string, need: string): boolean {
   return true;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** A directory lock (mkdir is atomic) holding the owner's pid; a lock whose owner died is taken over. */
-export async function withLock<T>(lockDir: string, what: string, fn: () => Promise<T>): Promise<T> {
-  let announced = false;
-  for (;;) {
-    try {
-      mkdirSync(lockDir);
-      writeFileSync(join(lockDir, 'pid'), String(process.pid));
-      break;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      let owner = NaN;
-      try {
-        owner = Number(readFileSync(join(lockDir, 'pid'), 'utf8'));
-      } catch {
-        // the owner has not written its pid yet, or just released the lock
-      }
-      let age: number;
-      try {
-        age = Date.now() - statSync(lockDir).mtimeMs;
-      } catch {
-        continue;
-      }
-      if ((Number.isFinite(owner) && owner > 0 && !pidAlive(owner)) || (!Number.isFinite(owner) && age > 30_000)) {
-        log(`removing stale lock ${lockDir}`);
-        rmSync(lockDir, { recursive: true, force: true });
-        continue;
-      }
-      if (!announced) {
-        log(`waiting for another build of ${what} (pid ${owner}, lock ${lockDir})`);
-        announced = true;
-      }
-      await sleep(1000);
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    rmSync(lockDir, { recursive: true, force: true });
-  }
-}
-
 function runGo(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn('go', args, { cwd, env, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -241,6 +170,30 @@ function runGo(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<voi
       else reject(new Error(`go ${args.slice(0, 2).join(' ')} ... failed (${signal ?? `exit ${code}`}) in ${cwd}`));
     });
   });
+}
+
+/**
+ * `go build` into cache entry `dir` (atomically, under its lock, see fillCacheEntry), with a line when it starts, one
+ * a minute while it runs and a BUILD-INFO file beside the binary.
+ */
+async function goBuildIntoCache(dir: string, name: string, version: string, go: string, coldMinutes: number, target: string, ldflags: string,
+  cwd: string, env: NodeJS.ProcessEnv): Promise<string> {
+  const binary = join(dir, name);
+  await fillCacheEntry(dir, `${name} ${version}`, () => isExecutable(binary), async (tmp) => {
+    const started = Date.now();
+    const seconds = () => Math.round((Date.now() - started) / 1000);
+    log(`building ${name} ${version} with go${go} into ${dir} (a cold build, module download + compile, took ~${coldMinutes} min on 2 cores)`);
+    const heartbeat = setInterval(() => log(`... still building ${name} (${seconds()}s)`), 60_000);
+    heartbeat.unref();
+    try {
+      await runGo(['build', '-trimpath', '-ldflags', ldflags, '-o', join(tmp, name), target], cwd, env);
+    } finally {
+      clearInterval(heartbeat);
+    }
+    writeFileSync(join(tmp, 'BUILD-INFO'), `${name} ${version}\ngo${go}\nbuilt ${new Date().toISOString()} in ${seconds()}s\n`);
+    log(`built ${name} ${version} in ${seconds()}s`);
+  });
+  return binary;
 }
 
 async function build(component: Component): Promise<string> {
@@ -261,31 +214,8 @@ async function build(component: Component): Promise<string> {
       + `Install a newer Go or provide the binary via KUBEBUILDER_ASSETS / ${recipe.envVar}.`);
   }
 
-  mkdirSync(dirname(dir), { recursive: true });
-  return withLock(`${dir}.lock`, `${component} ${version}`, async () => {
-    if (isExecutable(binary)) return binary; // built by whoever held the lock before us
-    const tmp = `${dir}.tmp-${process.pid}`;
-    rmSync(tmp, { recursive: true, force: true });
-    mkdirSync(tmp, { recursive: true });
-    const started = Date.now();
-    log(`building ${component} ${version} with go${have} into ${dir} (a cold build, module download + compile, took ~${coldMinutes[component]} min on 2 cores)`);
-    const heartbeat = setInterval(() => log(`... still building ${component} (${Math.round((Date.now() - started) / 1000)}s)`), 60_000);
-    heartbeat.unref();
-    try {
-      const env = { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
-      const ldflags = ['-s', '-w', ...recipe.ldflags(version, goMod)].join(' ');
-      await runGo(['build', '-trimpath', '-ldflags', ldflags, '-o', join(tmp, component), recipe.target], modDir, env);
-      writeFileSync(join(tmp, 'BUILD-INFO'), `${component} ${version}\ngo${have}\nbuilt ${new Date().toISOString()} in ${Math.round((Date.now() - started) / 1000)}s\n`);
-      renameSync(tmp, dir);
-    } catch (e) {
-      rmSync(tmp, { recursive: true, force: true });
-      throw e;
-    } finally {
-      clearInterval(heartbeat);
-    }
-    log(`built ${component} ${version} in ${Math.round((Date.now() - started) / 1000)}s`);
-    return binary;
-  });
+  const ldflags = ['-s', '-w', ...recipe.ldflags(version, goMod)].join(' ');
+  return goBuildIntoCache(dir, component, version, have, coldMinutes[component], recipe.target, ldflags, modDir, goEnv());
 }
 
 async function provide(component: Component): Promise<string> {
@@ -357,7 +287,7 @@ function goEnv(): NodeJS.ProcessEnv {
 
 /** The module cache's copy of module@version (downloaded when missing), refused unless its h1 sum is `sum`. */
 function downloadedModuleDir(module: string, version: string, sum: string): string {
-  const dl = spawnSync('go', ['mod', 'download', '-json', `${module}@${version}`], { encoding: 'utf8', env: goEnv(), cwd: assetsCacheDir() });
+  const dl = spawnSync('go', ['mod', 'download', '-json', `${module}@${version}`], { encoding: 'utf8', env: goEnv(), cwd: cacheRoot() });
   const info = dl.status === 0 ? (JSON.parse(dl.stdout) as { Dir?: string; Sum?: string }) : {};
   if (!info.Dir || info.Sum !== sum) {
     throw new Error(`go mod download ${module}@${version} failed or its sum ${info.Sum ?? '(none)'} is not the pinned ${sum}:\n${dl.stderr}`);
@@ -366,8 +296,7 @@ function downloadedModuleDir(module: string, version: string, sum: string): stri
 }
 
 function pinnedBuildDir(p: PinnedModuleBinary): string {
-  const key = createHash('sha256').update(`${p.module}@${p.version} ${p.sum}`).digest('hex').slice(0, 12);
-  return join(assetsCacheDir(), `${p.name}-${p.version}-${key}`);
+  return cacheEntryDir(p.name, p.version, [`${p.module}@${p.version} ${p.sum}`]);
 }
 
 async function ensurePinnedModuleBinary(p: PinnedModuleBinary): Promise<string> {
@@ -381,30 +310,9 @@ async function ensurePinnedModuleBinary(p: PinnedModuleBinary): Promise<string> 
   if (isExecutable(binary)) return binary;
   const have = goVersion();
   if (!have) throw new AssetsUnavailableError(`no ${p.name} binary: install Go >= ${p.goNeeded} to build ${p.module}@${p.version}, or set ${p.envVar}`);
-  mkdirSync(dirname(dir), { recursive: true });
-  return withLock(`${dir}.lock`, `${p.name} ${p.version}`, async () => {
-    if (isExecutable(binary)) return binary;
-    const started = Date.now();
-    const moduleDir = downloadedModuleDir(p.module, p.version, p.sum);
-    const tmp = `${dir}.tmp-${process.pid}`;
-    rmSync(tmp, { recursive: true, force: true });
-    mkdirSync(tmp, { recursive: true });
-    log(`building ${p.name} ${p.version} with go${have} into ${dir} (a cold build, module download + compile, took ~${p.coldMinutes} min on 2 cores)`);
-    const heartbeat = setInterval(() => log(`... still building ${p.name} (${Math.round((Date.now() - started) / 1000)}s)`), 60_000);
-    heartbeat.unref();
-    try {
-      await runGo(['build', '-trimpath', '-ldflags', `-s -w ${p.ldflags}`, '-o', join(tmp, p.name), p.target], moduleDir, goEnv());
-      writeFileSync(join(tmp, 'BUILD-INFO'), `${p.name} ${p.version}\ngo${have}\nbuilt ${new Date().toISOString()} in ${Math.round((Date.now() - started) / 1000)}s\n`);
-      renameSync(tmp, dir);
-    } catch (e) {
-      rmSync(tmp, { recursive: true, force: true });
-      throw e;
-    } finally {
-      clearInterval(heartbeat);
-    }
-    log(`built ${p.name} ${p.version} in ${Math.round((Date.now() - started) / 1000)}s`);
-    return binary;
-  });
+  // The module is downloaded only when a build is due: the cache dir it runs in must exist.
+  mkdirSync(cacheRoot(), { recursive: true });
+  return goBuildIntoCache(dir, p.name, p.version, have, p.coldMinutes, p.target, `-s -w ${p.ldflags}`, downloadedModuleDir(p.module, p.version, p.sum), goEnv());
 }
 
 // v3.7 needs module versions the proxy refuses; v3.6.x builds.

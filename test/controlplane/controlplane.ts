@@ -2,17 +2,18 @@
 // PKI, RBAC authorization, an admin kubeconfig (client certificate, O=system:masters) and the CRDs of crds/ installed
 // and Established. No controller-manager: namespaces never finish deleting and owner references never cascade.
 // USE_EXISTING_CLUSTER=true uses KUBECONFIG instead (a kind cluster, say) and only installs the CRDs.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
 import { ensureAssets, type Assets } from './assets.js';
 import { clientCert, createPki, readPem, type CertFiles } from './pki.js';
+import { freePorts } from '../support/ports.js';
+import { anyExited, Supervised } from '../support/process.js';
+import { waitUntil } from '../support/wait.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const defaultCrdDir = join(repoRoot, 'crds');
@@ -54,7 +55,6 @@ export interface ControlPlane {
   stop(): Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const defaultLog = (m: string) => process.stderr.write(`[controlplane] ${m}\n`);
 
 /** SVC_CONTROLPLANE_KEEP=true keeps the working dir (etcd/kube-apiserver logs, certs) after stop(), for debugging. */
@@ -64,22 +64,6 @@ function keepDir(): boolean {
 
 export function isUseExistingCluster(): boolean {
   return (process.env.USE_EXISTING_CLUSTER ?? '').toLowerCase() === 'true';
-}
-
-/** Distinct free TCP ports on 127.0.0.1 (held open together, so they differ; a small race remains, as in envtest). */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<import('node:net').Server>((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => ok(s));
-  })));
-  const ports = servers.map((s) => {
-    const a = s.address();
-    if (!a || typeof a === 'string') throw new Error('no port');
-    return a.port;
-  });
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }
 
 // ---------------------------------------------------------------- kubeconfig
@@ -151,72 +135,27 @@ function get(url: string, tls?: TlsMaterial, timeoutMs = 5000): Promise<{ status
 
 // ---------------------------------------------------------------- processes
 
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  logFile: string;
-  exited: Promise<number | null>;
-  exitCode: number | null | undefined;
+// etcd and kube-apiserver log into files of the working dir (kept with SVC_CONTROLPLANE_KEEP=true), each in its own
+// process group, so a Ctrl-C meant for the test runner does not kill it before stop() runs.
+function startProcess(name: string, binary: string, args: string[], dir: string): Supervised {
+  return Supervised.spawn(name, binary, args, { cwd: dir, output: { file: join(dir, `${name}.log`) }, detached: true });
 }
 
-function startProcess(name: string, binary: string, args: string[], dir: string): Proc {
-  const logFile = join(dir, `${name}.log`);
-  const fd = openSync(logFile, 'a');
-  // Its own process group, so a Ctrl-C meant for the test runner does not kill it before stop() runs.
-  const child = spawn(binary, args, { cwd: dir, stdio: ['ignore', fd, fd], detached: true });
-  closeSync(fd);
-  const proc: Proc = { name, child, logFile, exitCode: undefined, exited: Promise.resolve(null) };
-  proc.exited = new Promise((r) => {
-    child.on('exit', (code, signal) => {
-      proc.exitCode = code ?? (signal ? -1 : null);
-      r(proc.exitCode);
-    });
-    child.on('error', () => {
-      proc.exitCode = -1;
-      r(-1);
-    });
+function logsOf(procs: readonly Supervised[]): string {
+  return procs.map((p) => `--- ${p.name}.log\n${p.tail(25)}`).join('\n');
+}
+
+/** Polls `probe` (backing off to 1 s); fails early, with the logs, when one of `watch` exits. */
+async function waitFor(what: string, timeoutMs: number, watch: Supervised[], probe: () => Promise<boolean>): Promise<void> {
+  const exited = anyExited(watch);
+  await waitUntil(probe, {
+    what, timeoutMs, intervalMs: 100, maxIntervalMs: 1000,
+    abortIf: () => {
+      const why = exited();
+      return why === undefined ? undefined : `${why}; ${logsOf(watch)}\n`;
+    },
+    describe: () => `\n${logsOf(watch)}\n`,
   });
-  return proc;
-}
-
-function tail(file: string, lines = 25): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-async function stopProcess(p: Proc, graceMs = 10_000): Promise<void> {
-  if (p.exitCode !== undefined) return;
-  p.child.kill('SIGTERM');
-  const done = await Promise.race([p.exited.then(() => true), sleep(graceMs).then(() => false)]);
-  if (!done) {
-    p.child.kill('SIGKILL');
-    await p.exited;
-  }
-}
-
-async function waitFor(what: string, timeoutMs: number, watch: Proc[], probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError = '';
-  for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
-    for (const p of watch) {
-      if (p.exitCode !== undefined) {
-        throw new Error(`${p.name} exited (${p.exitCode}) while waiting for ${what}; last lines of ${p.logFile}:\n${tail(p.logFile)}`);
-      }
-    }
-    try {
-      if (await probe()) return;
-    } catch (e) {
-      lastError = e instanceof Error ? e.message : String(e);
-    }
-    if (Date.now() > deadline) {
-      const logs = watch.map((p) => `--- ${p.logFile}\n${tail(p.logFile)}`).join('\n');
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError})` : ''}\n${logs}`);
-    }
-    await sleep(delay);
-  }
 }
 
 // ---------------------------------------------------------------- start
@@ -241,7 +180,7 @@ async function startOnce(assets: Assets, dir: string, opts: ControlPlaneOptions,
     '--unsafe-no-fsync=true', // test data: durability buys nothing, fsync costs seconds
     '--log-level=warn',
   ], dir);
-  const procs: Proc[] = [etcd];
+  const procs: Supervised[] = [etcd];
   try {
     await waitFor('etcd /health', timeout, [etcd], async () => {
       const r = await get(`${etcdUrl}/health`);
@@ -285,8 +224,8 @@ async function startOnce(assets: Assets, dir: string, opts: ControlPlaneOptions,
     const kubeconfigPath = writeKubeconfig(join(dir, 'kubeconfig'), server, admin.ca, { clientCertificate: admin.cert, clientKey: admin.key });
     let stopped = false;
     for (const p of [etcd, apiserver]) {
-      void p.exited.then((code) => {
-        if (!stopped) log(`${p.name} exited unexpectedly (${code}); last lines of ${p.logFile}:\n${tail(p.logFile)}`);
+      void p.exited.then((how) => {
+        if (!stopped) log(`${p.name} exited unexpectedly (${how}); last lines of its log:\n${p.tail(25)}`);
       });
     }
     const cp: ControlPlane = {
@@ -295,7 +234,7 @@ async function startOnce(assets: Assets, dir: string, opts: ControlPlaneOptions,
       dir,
       ca: pki.ca,
       existing: false,
-      pids: { etcd: etcd.child.pid, kubeApiserver: apiserver.child.pid },
+      pids: { etcd: etcd.pid, kubeApiserver: apiserver.pid },
       crds: [],
       kubeconfigFor(user: string, groups: string[] = []): string {
         return issueKubeconfig(server, pki.ca, join(dir, 'users'), user, groups);
@@ -303,15 +242,15 @@ async function startOnce(assets: Assets, dir: string, opts: ControlPlaneOptions,
       async stop(): Promise<void> {
         if (stopped) return;
         stopped = true;
-        await stopProcess(apiserver);
-        await stopProcess(etcd);
+        await apiserver.stop();
+        await etcd.stop();
         if (keepDir()) log(`kept ${dir} (logs, certificates, etcd data): SVC_CONTROLPLANE_KEEP=true`);
         else if (!opts.dir) rmSync(dir, { recursive: true, force: true });
       },
     };
     return cp;
   } catch (e) {
-    for (const p of procs.reverse()) await stopProcess(p, 3000);
+    for (const p of procs.reverse()) await p.stop('SIGTERM', 3000);
     throw e;
   }
 }
@@ -429,29 +368,30 @@ export async function installCrds(kubeconfigPath: string, crdDir: string = defau
   const deadline = Date.now() + timeoutMs;
   for (const m of manifests) {
     const name = m.metadata?.name ?? '';
-    for (;;) {
+    // A refusal (names not accepted, or an API error other than "not served yet") ends the wait at once.
+    let fatal: string | undefined;
+    let conds: unknown[] = [];
+    const abortIf = () => fatal;
+    await waitUntil(async () => {
       const crd = await ext.readCustomResourceDefinition({ name });
-      const conds = crd.status?.conditions ?? [];
-      const established = conds.some((c) => c.type === 'Established' && c.status === 'True');
-      const refused = conds.find((c) => c.type === 'NamesAccepted' && c.status === 'False');
-      if (refused) throw new Error(`CRD ${name}: names not accepted: ${refused.message}`);
-      if (established) break;
-      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established after ${timeoutMs} ms: ${JSON.stringify(conds)}`);
-      await sleep(100);
-    }
+      conds = crd.status?.conditions ?? [];
+      const refused = crd.status?.conditions?.find((c) => c.type === 'NamesAccepted' && c.status === 'False');
+      if (refused) fatal = `CRD ${name}: names not accepted: ${refused.message}`;
+      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
+    }, { what: `CRD ${name} to be Established`, timeoutMs: Math.max(0, deadline - Date.now()), abortIf, describe: () => JSON.stringify(conds) });
     // Established is set a moment before the REST endpoint serves: list until it answers.
     const group = m.spec?.group ?? '';
     const plural = m.spec?.names?.plural ?? '';
     const version = m.spec?.versions?.find((v) => v.served !== false)?.name ?? '';
-    for (;;) {
+    await waitUntil(async () => {
       try {
         await objects.listClusterCustomObject({ group, version, plural, limit: 1 });
-        break;
+        return true;
       } catch (e) {
-        if (apiCode(e) !== 404 || Date.now() > deadline) throw e;
-        await sleep(100);
+        if (apiCode(e) !== 404) fatal = `listing ${plural}.${group}: ${e instanceof Error ? e.message : String(e)}`;
+        throw e;
       }
-    }
+    }, { what: `${plural}.${group} to be served`, timeoutMs: Math.max(0, deadline - Date.now()), abortIf });
   }
   log(`CRDs installed and Established: ${names.join(', ')}`);
   return names;

@@ -1,6 +1,7 @@
 // The state file a supervisor writes (<state-dir>/state.json) and helpers to read it and to check its processes.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pidAlive } from '../support/process.js';
 
 export interface ClusterState {
   supervisorPid: number;
@@ -29,15 +30,8 @@ export function readState(stateDir: string): ClusterState | undefined {
   }
 }
 
-export function pidAlive(pid: number | undefined): boolean {
-  if (!pid || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+// Re-exported for scripts/ (cluster, demo-cluster), which read the state file.
+export { pidAlive };
 
 /** True when `pid` is alive and its command line mentions `needle` (guards against a recycled pid). */
 export function pidRuns(pid: number | undefined, needle: string): boolean {

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { API, DATASET, TOPIC, WAF, type WafFile } from './support/fixtures.js';
 import { Harness, makeTokens, type TokenName } from './support/harness.js';
 import { nginxPlan } from './support/nginx.js';
-import { delay, header, rawRequest, type RawResponse } from './support/net.js';
+import { header, rawRequest, type RawResponse } from './support/net.js';
+import { sleep, waitUntil } from '../support/wait.js';
 import { OAPI_MARKER } from './support/oapi-standin.js';
 import { manifestFile, removeScope, rewriteScopeInPlace, tokenRecord, writeScopeAtomically } from './support/scopes.js';
 import { dumpManifests, newProtectedScope, scopeObjectName } from '../../core/index.js';
@@ -423,13 +424,11 @@ suite('svc-auth through a real nginx', () => {
     /** Polls both configs until a request answers `want` (bounded), then checks it holds on both. */
     async function until(req: Req, token: { name: TokenName; via: Via } | undefined, want: number, withinMs = 15_000): Promise<number> {
       const started = Date.now();
-      while (Date.now() - started < withinMs) {
-        const [a, b] = await Promise.all([send('ingress', req, token), send('original', req, token)]);
-        if (a.status === want && b.status === want) return Date.now() - started;
-        await delay(100);
-      }
-      const [a, b] = await Promise.all([send('ingress', req, token), send('original', req, token)]);
-      expect([a.status, b.status]).toEqual([want, want]);
+      const both = async () => (await Promise.all([send('ingress', req, token), send('original', req, token)])).map((r) => r.status);
+      let last: number[] = [];
+      await waitUntil(async () => (last = await both()).every((s) => s === want), { what: `${req.target} to answer ${want} on both configs`, timeoutMs: withinMs })
+        .catch(() => undefined); // the expect below says what was seen
+      expect(last).toEqual([want, want]);
       return Date.now() - started;
     }
 
@@ -478,7 +477,7 @@ suite('svc-auth through a real nginx', () => {
       const good = readFileSync(file, 'utf8');
       writeFileSync(file, 'apiVersion: auth.svc.io/v1alpha1\nkind: ProtectedScope\nspec: [unclosed\n');
       try {
-        await delay(2000); // the watcher has seen it by now
+        await sleep(2000); // the watcher has seen it by now
         for (const config of ['ingress', 'original'] as const) {
           const res = await send(config, topicFile);
           expect(res.status).not.toBe(200);
@@ -511,7 +510,7 @@ suite('svc-auth through a real nginx', () => {
       writeFileSync(broken, 'apiVersion: auth.svc.io/v1alpha1\nkind: ProtectedScope\nspec: [unclosed\n');
       try {
         await h.svcAuth!.start(60_000, 'healthz');
-        await delay(1000);
+        await sleep(1000);
         expect(await h.svcAuth!.status('/readyz')).not.toBe(200);
         for (const config of ['ingress', 'original'] as const) {
           for (const token of [undefined, { name: 'topic', via: 'bearer' } as const]) {
@@ -528,8 +527,7 @@ suite('svc-auth through a real nginx', () => {
     });
 
     it('once the directory loads, it serves again', async () => {
-      const deadline = Date.now() + 15_000;
-      while (Date.now() < deadline && (await h.svcAuth!.status('/readyz')) !== 200) await delay(100);
+      await waitUntil(async () => (await h.svcAuth!.status('/readyz')) === 200, { what: 'svc-auth /readyz', timeoutMs: 15_000 }).catch(() => undefined);
       expect(await h.svcAuth!.status('/readyz')).toBe(200);
       for (const config of ['ingress', 'original'] as const) {
         const res = await send(config, { target: WAF.topicFile }, { name: 'topic', via: 'bearer' });

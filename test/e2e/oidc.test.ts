@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dumpManifests, newProtectedScope, scopeObjectName } from '../../core/index.js';
 import { buildWafTree, TOPIC, WAF, type WafTree } from './support/fixtures.js';
-import { delay, freePorts } from './support/net.js';
+import { freePorts } from '../support/ports.js';
+import { sleep } from '../support/wait.js';
 import { ensureNginx, Nginx, nginxPlan } from './support/nginx.js';
 import { nginxConf } from './support/nginx-conf.js';
 import { startOapiStandin, stopServer } from './support/oapi-standin.js';
@@ -126,7 +127,7 @@ suite('single sign-on through nginx and svc-auth, with a real OpenID provider', 
   it('an expired token (past exp and the 30 s skew): 401, where it was 200', async () => {
     const t = await token('alice', 'short-lived');
     expect((await get(WAF.topicFile, `Bearer ${t}`)).status).toBe(200);
-    await delay(32_500);
+    await sleep(32_500);
     expect((await get(WAF.topicFile, `Bearer ${t}`)).status).toBe(401);
   }, 60_000);
 

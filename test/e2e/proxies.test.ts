@@ -12,7 +12,8 @@ import { WAF, type WafFile } from './support/fixtures.js';
 import { makeTokens, type TokenName } from './support/harness.js';
 import { ENVOY_EXAMPLE } from './support/envoy.js';
 import { nginxPlan } from './support/nginx.js';
-import { delay, header, rawRequest, type RawResponse } from './support/net.js';
+import { header, rawRequest, type RawResponse } from './support/net.js';
+import { waitUntil } from '../support/wait.js';
 import { COLLECTIONS, featureId, STATION_ID } from './support/pygeoapi.js';
 import { HOST, ProxyHarness, type ProxyName } from './support/proxies.js';
 import { REPO_ROOT } from './support/svc-auth.js';
@@ -374,12 +375,10 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through every p
 
     it('started again, every proxy lets the token through at once', async () => {
       for (const [, proxy] of PROXIES) {
-        let res = await send(proxy, { target: col(dataset) }, { name: 'dataset', via: 'bearer' });
-        for (let i = 0; i < 50 && res.status !== 200; i++) {
-          await delay(100);
-          res = await send(proxy, { target: col(dataset) }, { name: 'dataset', via: 'bearer' });
-        }
-        expect(res.status).toBe(200);
+        let last = 0;
+        await waitUntil(async () => (last = (await send(proxy, { target: col(dataset) }, { name: 'dataset', via: 'bearer' })).status) === 200,
+          { what: `${proxy} to let the dataset token through`, timeoutMs: 5000, describe: () => `status ${last}` });
+        expect(last).toBe(200);
       }
     });
   });

@@ -7,7 +7,8 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePorts } from '../controlplane/controlplane.js';
+import { freePorts } from '../support/ports.js';
+import { waitUntil } from '../support/wait.js';
 import { TOPIC, WAF } from '../e2e/support/fixtures.js';
 import { ensureHostPackages, hostPlan, IMAGE_PACKAGES } from '../node/host-packages.js';
 import { buildImage, repoRoot, type BuiltImage } from './build.js';
@@ -100,13 +101,8 @@ suite('the image (podman)', () => {
       });
       return res.status;
     };
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const ready = await fetch(`${base}/readyz`).then((r) => r.status, () => 0);
-      if (ready === 200) break;
-      if (Date.now() > deadline) throw new Error(`svc-auth in the container never became ready:\n${podman(['logs', name]).stderr.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await waitUntil(async () => (await fetch(`${base}/readyz`).then((r) => r.status, () => 0)) === 200,
+      { what: 'svc-auth in the container to be ready', timeoutMs: 60_000, intervalMs: 250, describe: () => podman(['logs', name]).stderr.slice(-2000) });
     expect(await ask(WAF.topicFile)).toBe(401);
     expect(await ask(WAF.topicFile, `Bearer ${token}`)).toBe(200);
     expect(await ask(WAF.topicFile, 'Bearer svc_not-the-token')).toBe(401);

@@ -12,13 +12,13 @@ import * as k8s from '@kubernetes/client-node';
 import { newProtectedScope, scopeObjectName } from '../../core/index.js';
 import { describeCluster, kubeConfig, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
 import { API, PROCESSES } from '../e2e/support/fixtures.js';
-import { freePorts } from '../e2e/support/net.js';
 import { newToken, tokenRecord } from '../e2e/support/scopes.js';
 import { helmBinary, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
 import { applyManifests } from '../stack/kubectl.js';
 import { componentKubeconfigs, installIdentities, type Component } from '../stack/identities.js';
-import { chartCommandLine, httpStatus, Program } from '../stack/processes.js';
-import { until } from '../stack/wait.js';
+import { chartCommandLine, Program } from '../stack/processes.js';
+import { freePorts, httpStatus } from '../support/ports.js';
+import { until } from '../support/wait.js';
 
 const GROUP = 'auth.svc.io';
 const VERSION = 'v1alpha1';

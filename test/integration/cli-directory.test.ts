@@ -92,7 +92,7 @@ describe('svc --dir, as processes', () => {
     const r = await svcProcess(['--dir', dir, 'auth', 'add-token', '--topic-hierarchy', 'a.b', TOKEN]);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
-      `error: ${join(dir, 'bad.yaml')}: spec.tokens[0].id: must be 12 lowercase hex characters; spec.tokens[0].hash: must be sha256:<64 lowercase hex>; spec.tokens[0].createdAt: must be an RFC 3339 date-time (fix the file; nothing was changed)\n`,
+      `error: ${join(dir, 'bad.yaml')}: spec.tokens[0].id: must be 12 lowercase hex characters; spec.tokens[0].hash: must be sha256:<64 lowercase hex>, or pbkdf2-sha256:<iterations>:<salt hex>:<key hex> (imported); spec.tokens[0].createdAt: must be an RFC 3339 date-time (fix the file; nothing was changed)\n`,
     );
     expect(dirState(dir)).toEqual(before);
   }, 60_000);

@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { Kube } from '../../k8s/kube.js';
 import { describeCluster, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
-import { OperatorProcess, createScope, getScope, kubeFor, newToken, sleep, until } from './operator-support.js';
+import { OperatorProcess, createScope, getScope, kubeFor, newToken } from './operator-support.js';
+import { sleep, until } from '../support/wait.js';
 
 const LEASE = ['--leader-elect', '--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '500ms'];
 

@@ -16,11 +16,10 @@ import {
   kubeFor,
   listSnapshotConfigMaps,
   newToken,
-  sleep,
   topicFile,
-  until,
   updateSpec,
 } from './operator-support.js';
+import { sleep, until, waitUntil } from '../support/wait.js';
 
 const TIMEOUT = 120_000;
 
@@ -270,10 +269,11 @@ describeCluster('svc-operator + svc-auth on the control plane', () => {
       expect(await svc.decide(file, long.secret)).toBe(200);
       // The operator reconciles at the expiry without any change to the object.
       const generation = (await getScope(kube, ns, 'exp')).metadata.generation;
-      const s = await until('activeTokens 1', async () => {
+      // Polled every 50 ms: the test measures how soon after the expiry the status follows.
+      const s = await waitUntil(async () => {
         const st = await status(ns, 'exp');
         return st?.activeTokens === 1 ? st : undefined;
-      }, 5000, 50);
+      }, { what: 'activeTokens 1', timeoutMs: 5000, intervalMs: 50 });
       expect(Date.now() - expiryMs).toBeLessThan(5000);
       expect(s).toMatchObject({ tokens: 2, state: 'Closed', observedGeneration: generation });
     },

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { Kube } from '../../k8s/kube.js';
 import { describeCluster, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
-import { ApiProxy, AuthProcess, OperatorProcess, createScope, getScope, kubeFor, newToken, serverOf, sleep, topicFile, until, updateSpec } from './operator-support.js';
+import { ApiProxy, AuthProcess, OperatorProcess, createScope, getScope, kubeFor, newToken, serverOf, topicFile, updateSpec } from './operator-support.js';
+import { sleep, until } from '../support/wait.js';
 
 describeCluster('API server outage', () => {
   let kube: Kube;

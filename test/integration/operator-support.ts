@@ -1,7 +1,6 @@
 // Helpers for the operator integration suites (test/integration/operator-*.test.ts): svc-operator and svc-auth as
 // real child processes against the test control plane, a TCP proxy that can take "the API server" away from them,
 // and small ProtectedScope / decision helpers.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { request } from 'node:http';
@@ -11,28 +10,13 @@ import { fileURLToPath } from 'node:url';
 import { dump, load } from 'js-yaml';
 import { hashToken, tokenIdOf, type TokenRecord } from '../../core/index.js';
 import { fromKubeConfig, loadKubeConfig, type Kube } from '../../k8s/kube.js';
+import { Supervised } from '../support/process.js';
+import { waitUntil } from '../support/wait.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const GROUP = 'auth.svc.io';
 export const VERSION = 'v1alpha1';
 export const PLURAL = 'protectedscopes';
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v as T;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await sleep(everyMs);
-  }
-}
 
 /** A fresh token (plaintext stays in the test) and its record. */
 export function newToken(expiresAt?: string): { secret: string; record: TokenRecord } {
@@ -116,8 +100,7 @@ export function parseMetrics(text: string): Map<string, number> {
 /** A node child process running one of our programs from source, its JSON log lines collected. */
 export class Program {
   readonly lines: string[] = [];
-  private child: ChildProcess | undefined;
-  private exit: { code: number | null; signal: string | null } | undefined;
+  private proc: Supervised | undefined;
   private readonly waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
 
   constructor(
@@ -127,11 +110,11 @@ export class Program {
   ) {}
 
   get running(): boolean {
-    return this.child !== undefined && this.exit === undefined;
+    return this.proc?.running ?? false;
   }
 
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.proc?.pid;
   }
 
   get output(): string {
@@ -149,16 +132,9 @@ export class Program {
   }
 
   start(): this {
-    this.exit = undefined;
-    const child = spawn(process.execPath, ['--import', 'tsx', this.entry, ...this.args], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
-    this.child = child;
     let buf = '';
-    const onData = (d: Buffer) => {
-      buf += d.toString('utf8');
+    const onOutput = (text: string) => {
+      buf += text;
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, nl);
@@ -180,15 +156,9 @@ export class Program {
         }
       }
     };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    // Never outlive the test or bench process that started us (a crashed bench must not leave a writer behind).
-    const reap = () => child.kill('SIGKILL');
-    process.once('exit', reap);
-    child.on('exit', (code, signal) => {
-      this.exit = { code, signal };
-      process.off('exit', reap);
-    });
+    // Supervised also kills it should the test or bench exit first (a crashed bench must not leave a writer behind).
+    this.proc = Supervised.spawn(this.name, process.execPath, ['--import', 'tsx', this.entry, ...this.args],
+      { cwd: REPO_ROOT, env: { ...process.env, NODE_OPTIONS: '' }, onOutput });
     return this;
   }
 
@@ -210,13 +180,7 @@ export class Program {
 
   /** SIGTERM (graceful) or SIGKILL (a crash); resolves when the process is gone. */
   async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<void> {
-    const child = this.child;
-    if (!child || this.exit) return;
-    const gone = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill(signal);
-    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    await gone;
-    clearTimeout(t);
+    await this.proc?.stop(signal, timeoutMs);
   }
 }
 
@@ -281,10 +245,11 @@ export class AuthProcess extends Program {
     if (this.fixed) {
       this.port = this.fixed.port;
       this.metricsPort = this.fixed.metricsPort;
-      const end = Date.now() + 30_000;
-      while ((await httpGet(this.port, '/healthz')).status !== 200) {
-        if (Date.now() > end || !this.running) throw new Error(`svc-auth did not start:\n${this.output.slice(-4000)}`);
-        await sleep(50);
+      try {
+        await waitUntil(async () => (await httpGet(this.port, '/healthz')).status === 200,
+          { what: 'svc-auth /healthz', timeoutMs: 30_000, intervalMs: 50, abortIf: () => (this.running ? undefined : 'svc-auth exited') });
+      } catch (e) {
+        throw new Error(`svc-auth did not start: ${(e as Error).message}\n${this.output.slice(-4000)}`, { cause: e });
       }
       return this;
     }

@@ -12,7 +12,7 @@ import type { RawResponse } from '../e2e/support/net.js';
 import { describeCluster, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
 import { helmBinary } from '../stack/helm.js';
 import { Stack, type RequestOptions } from '../stack/stack.js';
-import { until } from '../stack/wait.js';
+import { until } from '../support/wait.js';
 
 const plan = nginxPlan();
 if (plan.action === 'skip') console.warn(`stack suite skipped (SVC_E2E_SKIP_NGINX=1): ${plan.message}`);

@@ -13,12 +13,12 @@ import { ensureHostPackages, hostPlan, NODE_PACKAGES } from './host-packages.js'
 import { NGINX_POD, NGINX_PORT, nginxPodManifests } from './nginx-pod.js';
 import { BRIDGE } from './node.js';
 import { NAMESPACE, startNodeStack, type NodeStack } from './stack.js';
+import { sleep, waitUntil } from '../support/wait.js';
 
 const plan = hostPlan(NODE_PACKAGES);
 const suite = plan.action === 'skip' ? describe.skip : describe;
 /** jest's testTimeout is global (the unit project's); these tests wait on pods. */
 const TEST_TIMEOUT = 300_000;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface PodInfo {
   metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
@@ -63,13 +63,7 @@ suite('the chart on a real node', () => {
       return { status: 0, body: '' };
     }
   };
-  const until = async (what: string, timeoutMs: number, check: () => Promise<boolean> | boolean) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await sleep(250);
-    }
-  };
+  const until = (what: string, timeoutMs: number, check: () => Promise<boolean> | boolean) => waitUntil(check, { what, timeoutMs, intervalMs: 250 });
   const authPodsServing = async (tokens: number) => {
     const ips = pods('auth').filter(ready).map((p) => p.status.podIP);
     if (ips.length !== 2) return false;

@@ -12,14 +12,16 @@
 // - The apiserver listens on 127.0.0.1 only. Pods reach it the way they reach it in any cluster, through the
 //   `kubernetes` Service (10.0.0.1:443, kube-proxy's DNAT) whose EndpointSlice names a forwarder on the bridge's
 //   own address: apiserver-relay.mjs, a process of its own, relays to the loopback listener.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureNodeAssets, type NodeComponent } from '../controlplane/assets.js';
-import { freePorts, type ControlPlane } from '../controlplane/controlplane.js';
+import type { ControlPlane } from '../controlplane/controlplane.js';
 import { podmanOk } from '../image/podman.js';
+import { canConnect, freePorts } from '../support/ports.js';
+import { anyExited, Supervised } from '../support/process.js';
+import { waitUntil } from '../support/wait.js';
 
 export const BRIDGE = 'svcnode0';
 export const POD_SUBNET = '10.244.0.0/24';
@@ -37,57 +39,15 @@ export interface Node {
   importImages(refs: readonly string[]): void;
 }
 
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  exited: Promise<number | null>;
-  logFile: string;
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function tcpConnects(host: string, port: number, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
 function run(cmd: string, args: readonly string[], allowFail = false): string {
   const r = spawnSync(cmd, [...args], { encoding: 'utf8' });
   if (r.status !== 0 && !allowFail) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status}): ${(r.stderr ?? '').trim()}${r.error ? r.error.message : ''}`);
   return r.stdout ?? '';
 }
 
-function start(name: string, bin: string, args: string[], dir: string): Proc {
-  const logFile = join(dir, `${name}.log`);
-  const fd = openSync(logFile, 'a');
-  const child = spawn(bin, args, { stdio: ['ignore', fd, fd], detached: false });
-  closeSync(fd);
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  return { name, child, exited, logFile };
-}
-
-async function stopProc(p: Proc, graceMs = 10_000): Promise<void> {
-  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-  p.child.kill('SIGTERM');
-  const t = setTimeout(() => p.child.kill('SIGKILL'), graceMs);
-  await p.exited;
-  clearTimeout(t);
-}
-
-function tail(file: string, n = 30): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-n).join('\n');
-  } catch {
-    return '';
-  }
+// Each daemon logs into a file of the node's working dir, kept with SVC_CONTROLPLANE_KEEP=true.
+function start(name: string, bin: string, args: string[], dir: string): Supervised {
+  return Supervised.spawn(name, bin, args, { output: { file: join(dir, `${name}.log`) } });
 }
 
 function gomodcache(): string {
@@ -209,20 +169,18 @@ nodePortAddresses: [${GATEWAY}/32]
 `;
 }
 
-async function waitFor(what: string, timeoutMs: number, procs: Proc[], check: () => Promise<boolean> | boolean): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    for (const p of procs) {
-      if (p.child.exitCode !== null) throw new Error(`${p.name} exited (${p.child.exitCode}) while waiting for ${what}:\n${tail(p.logFile)}`);
-    }
-    try {
-      if (await check()) return;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${procs.map((p) => `\n--- ${p.logFile}\n${tail(p.logFile, 15)}`).join('')}`);
-    await sleep(500);
-  }
+/** Polls `check` every 500 ms; fails early, with the logs, when one of `procs` exits. */
+async function waitFor(what: string, timeoutMs: number, procs: Supervised[], check: () => Promise<boolean> | boolean): Promise<void> {
+  const exited = anyExited(procs);
+  const logs = (n: number) => procs.map((p) => `\n--- ${p.name}.log\n${p.tail(n)}`).join('');
+  await waitUntil(check, {
+    what, timeoutMs, intervalMs: 500,
+    abortIf: () => {
+      const why = exited();
+      return why === undefined ? undefined : `${why}:${logs(30)}\n`;
+    },
+    describe: () => logs(15),
+  });
 }
 
 export interface StartNodeOptions {
@@ -324,7 +282,7 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeFileSync(MARKER, `${dir}\n`);
   for (const d of ['cni/net.d', 'cni/ipam', 'kubelet', 'containerd']) mkdirSync(join(dir, d), { recursive: true });
-  const procs: Proc[] = [];
+  const procs: Supervised[] = [];
   const socket = join(dir, 'containerd.sock');
 
   const stop = async (): Promise<void> => {
@@ -332,15 +290,16 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
     const containerd = procs.find((p) => p.name === 'containerd');
     // No new pods (controllers and scheduler stop), then every pod deleted while the kubelet still runs: it stops
     // each sandbox through CRI, which tears its network down through CNI (veth, IP, netns) as in any cluster.
-    for (const p of procs.filter((x) => x.name === 'kube-controller-manager' || x.name === 'kube-scheduler')) await stopProc(p);
-    if (kubelet && kubelet.child.exitCode === null) {
+    for (const p of procs.filter((x) => x.name === 'kube-controller-manager' || x.name === 'kube-scheduler')) await p.stop();
+    if (kubelet?.running) {
       spawnSync('kubectl', ['--kubeconfig', cp.kubeconfigPath, 'delete', 'pods', '--all', '-A', '--grace-period=0', '--force', '--wait=false'], { timeout: 30_000 });
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline && /RUNNING/.test(run('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'ls'], true))) await sleep(500);
+      // Best effort: what is still running after a minute is removed with containerd below.
+      await waitUntil(() => !/RUNNING/.test(run('ctr', ['-a', socket, '-n', 'k8s.io', 'tasks', 'ls'], true)),
+        { what: 'the pods\' tasks to stop', timeoutMs: 60_000, intervalMs: 500 }).catch(() => undefined);
     }
-    if (kubelet) await stopProc(kubelet);
-    if (containerd && containerd.child.exitCode === null) removeAllContainers(socket);
-    for (const p of [...procs].reverse()) await stopProc(p);
+    await kubelet?.stop();
+    if (containerd?.running) removeAllContainers(socket);
+    for (const p of [...procs].reverse()) await p.stop();
     // runc shims outlive containerd by design; any still here are ours (their -address is our socket).
     killShims(socket);
     cleanupHost(dir, bins['kube-proxy']);
@@ -369,7 +328,7 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
     const [relayPort] = await freePorts(1);
     const relay = start('apiserver-relay', process.execPath, [fileURLToPath(new URL('./apiserver-relay.mjs', import.meta.url)), GATEWAY, String(relayPort), '127.0.0.1', String(apiPort)], dir);
     procs.push(relay);
-    await waitFor('the apiserver relay', 10_000, [relay], () => tcpConnects(GATEWAY, relayPort!, 1000));
+    await waitFor('the apiserver relay', 10_000, [relay], () => canConnect(relayPort!, GATEWAY, 1000));
     // The kubernetes Service's endpoints (the apiserver runs with --endpoint-reconciler-type=none).
     const admin = cp.kubeconfigPath;
     const slice = {
@@ -420,7 +379,7 @@ export async function startNode(opts: StartNodeOptions): Promise<Node> {
     log(`node ${NODE_NAME} Ready`);
     // Pods reach the API through the kubernetes Service; until kube-proxy has programmed it their clients' first
     // connections go nowhere and wait out TCP's SYN retries. The host's own connections pass the same DNAT rules.
-    await waitFor('kube-proxy: the kubernetes Service', 60_000, procs, () => tcpConnects(KUBERNETES_SERVICE_IP, 443, 1000));
+    await waitFor('kube-proxy: the kubernetes Service', 60_000, procs, () => canConnect(443, KUBERNETES_SERVICE_IP, 1000));
     await waitFor('the default ServiceAccount', 60_000, procs, () => spawnSync('kubectl', ['--kubeconfig', admin, 'get', 'sa', 'default', '-n', 'default']).status === 0);
     return {
       dir,

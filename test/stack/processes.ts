@@ -2,12 +2,12 @@
 // with the command line and environment the chart gives their containers: the Deployment's args with the kubelet's
 // `$(VAR)` expansion and downward-API env done here, listen addresses moved to 127.0.0.1 ports, and KUBECONFIG pointing
 // at the identity they run under.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { repoRoot } from '../controlplane/controlplane.js';
-import { delay } from '../e2e/support/net.js';
 import { redact } from '../e2e/support/svc-auth.js';
+import { httpStatus } from '../support/ports.js';
+import { runCommand, Supervised } from '../support/process.js';
+import { waitUntil } from '../support/wait.js';
 import type { Manifest } from './helm.js';
 
 /** What each image command runs from the sources (package.json's "bin", dist/ → the .ts entry). */
@@ -61,17 +61,6 @@ export function chartCommandLine(manifests: readonly Manifest[], deployment: str
   return { entry, args, env };
 }
 
-export function httpStatus(port: number, path: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((resolve) => {
-    const req = get({ host: '127.0.0.1', port, path, headers, timeout: 2000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(0));
-  });
-}
-
 export interface ProgramOptions {
   /** For messages: svc-operator, svc-auth. */
   readonly name: string;
@@ -86,9 +75,8 @@ export interface ProgramOptions {
 
 /** One of our programs as a child process; its output is kept for failure messages, known tokens redacted. */
 export class Program {
-  private child: ChildProcess | undefined;
+  private proc: Supervised | undefined;
   private out = '';
-  private exitInfo: string | undefined;
 
   constructor(readonly options: ProgramOptions) {}
 
@@ -97,11 +85,11 @@ export class Program {
   }
 
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.proc?.pid;
   }
 
   get running(): boolean {
-    return this.child !== undefined && this.exitInfo === undefined;
+    return this.proc?.running ?? false;
   }
 
   /** Everything it printed so far, known tokens redacted. */
@@ -112,32 +100,24 @@ export class Program {
   start(): void {
     const { command, kubeconfig, logFile } = this.options;
     const env: NodeJS.ProcessEnv = { ...process.env, ...command.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' };
-    const child = spawn(process.execPath, ['--import', 'tsx', command.entry, ...command.args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child = child;
-    this.exitInfo = undefined;
-    const take = (d: Buffer) => {
-      const text = d.toString('utf8');
-      this.out += text;
-      if (logFile) appendFileSync(logFile, redact(text, this.options.secrets ?? []));
-    };
-    child.stdout?.on('data', take);
-    child.stderr?.on('data', take);
-    child.on('exit', (code, signal) => {
-      if (this.child === child) this.exitInfo = `exit ${code ?? signal}`;
+    // Output is kept over all its starts; the log file gets it redacted as it comes.
+    this.proc = Supervised.spawn(this.name, process.execPath, ['--import', 'tsx', command.entry, ...command.args], {
+      cwd: repoRoot, env, onOutput: (text) => {
+        this.out += text;
+        if (logFile) appendFileSync(logFile, redact(text, this.options.secrets ?? []));
+      },
     });
   }
 
   /** Waits until GET `path` on `port` answers `status`; fails early when the process exits. */
   async waitForHttp(port: number, path: string, timeoutMs = 60_000, status = 200): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
     let last = 0;
-    while (Date.now() < deadline) {
-      if (this.exitInfo !== undefined) throw new Error(`${this.name} exited (${this.exitInfo}) before ${path} answered ${status}:\n${this.tail()}`);
-      last = await httpStatus(port, path);
-      if (last === status) return;
-      await delay(100);
+    try {
+      await waitUntil(async () => (last = await httpStatus(port, path)) === status,
+        { what: `${path} to answer ${status}`, timeoutMs, ...(this.proc ? { abortIf: this.proc.exitReason } : {}), describe: () => `status ${last}` });
+    } catch (e) {
+      throw new Error(`${this.name}: ${(e as Error).message}:\n${this.tail()}`, { cause: e });
     }
-    throw new Error(`${this.name}: ${path} did not answer ${status} within ${timeoutMs} ms (last ${last}):\n${this.tail()}`);
   }
 
   /** Whether its raw (unredacted) output contains any of these strings: a token must never be there. */
@@ -151,18 +131,7 @@ export class Program {
 
   /** SIGTERM, then SIGKILL after 10 s. */
   async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const done = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    // A timer cleared once it exits (an uncleared 10 s timer would keep jest waiting).
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), 10_000)))]);
-    clearTimeout(timer);
-    if (timedOut) {
-      child.kill('SIGKILL');
-      await done;
-    }
+    await this.proc?.stop();
   }
 }
 
@@ -177,27 +146,9 @@ export interface CliResult {
  * carries the new token): callers must never print it whole; `redacted()` is for messages.
  */
 export function runCli(args: readonly string[], kubeconfig: string, opts: { input?: string; timeoutMs?: number } = {}): Promise<CliResult> {
-  const timeoutMs = opts.timeoutMs ?? 60_000;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', PROGRAM_ENTRIES.svc!, ...args], {
-      cwd: repoRoot,
-      env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' },
-      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-    });
-    // A token goes in on stdin ("-"), never on the command line where `ps` would show it.
-    if (opts.input !== undefined) child.stdin?.end(opts.input);
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ status: code ?? (signal ? 128 : -1), stdout, stderr });
-    });
-  });
+  // A token goes in on stdin ("-"), never on the command line where `ps` would show it.
+  return runCommand(process.execPath, ['--import', 'tsx', PROGRAM_ENTRIES.svc!, ...args], {
+    cwd: repoRoot, env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' }, timeoutMs: opts.timeoutMs ?? 60_000,
+    ...(opts.input === undefined ? {} : { input: opts.input }),
+  }).then((r) => ({ status: r.code ?? (r.signal ? 128 : -1), stdout: r.stdout, stderr: r.stderr }));
 }

@@ -1,9 +1,9 @@
 // The RBAC matrix of the chart's components: each row a question to the real authorizer ("may this ServiceAccount do
 // this verb on this resource there?"), asked twice — `kubectl auth can-i --as=system:serviceaccount:...` and a
 // SubjectAccessReview through the API — with the answer the chart should give.
-import { spawn } from 'node:child_process';
 import * as k8s from '@kubernetes/client-node';
 import { kubectlBinary } from './kubectl.js';
+import { runCommand } from '../support/process.js';
 
 export type Subject = 'svc-operator' | 'svc-auth' | 'svc-management';
 /** own: the release namespace; other: another namespace; all: every namespace at once; cluster: a cluster-scoped resource. */
@@ -45,19 +45,13 @@ export function kubectlCanI(kubeconfig: string, row: AccessRow, own: string, oth
   const ns = namespaceOf(row, own, other);
   if (ns) args.push('-n', ns);
   else if (row.where === 'all') args.push('--all-namespaces');
-  return new Promise((resolve, reject) => {
-    const child = spawn(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
-    child.on('error', reject);
-    // 'close', not 'exit': the output is complete only then.
-    child.on('close', (code) => {
-      const answer = out.trim().split('\n').at(-1)?.trim();
-      if (code === 0 && answer === 'yes') resolve(true);
-      else if (code === 1 && answer === 'no') resolve(false);
-      else reject(new Error(`kubectl ${args.join(' ')} exited ${code}: ${out.trim()}`));
-    });
+  return runCommand(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: kubeconfig } }).then(({ code, stdout, stderr }) => {
+    const out = `${stdout}${stderr}`;
+    // kubectl prints the answer last on stdout; warnings go to stderr.
+    const answer = stdout.trim().split('\n').at(-1)?.trim();
+    if (code === 0 && answer === 'yes') return true;
+    if (code === 1 && answer === 'no') return false;
+    throw new Error(`kubectl ${args.join(' ')} exited ${code}: ${out.trim()}`);
   });
 }
 

@@ -12,8 +12,9 @@ import { get } from 'node:http';
 import { join, resolve } from 'node:path';
 import { ensureEnvoyGateway } from '../../controlplane/assets.js';
 import { ENVOY, ensureEnvoy, replaceExact, type Backends } from './envoy.js';
-import { delay, freePorts, waitForPort } from './net.js';
-import { Proc } from './process.js';
+import { freePorts, waitForPort } from '../../support/ports.js';
+import { Supervised } from '../../support/process.js';
+import { waitUntil } from '../../support/wait.js';
 import { REPO_ROOT } from './svc-auth.js';
 
 export const ENVOY_GATEWAY_EXAMPLE = join(REPO_ROOT, 'deploy', 'gateway-api', 'envoy-gateway-securitypolicy.yaml');
@@ -228,7 +229,7 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
   const [adminPort] = (await freePorts(1)) as [number];
   const configFile = join(dir, 'envoy-gateway.yaml');
   writeFileSync(configFile, envoyGatewayConfig(dir, resources, adminPort, opts.logLevel ?? 'info'));
-  const proc = await Proc.start('envoy-gateway', binary, ['server', '--config-path', configFile], [adminPort], process.env, Math.max(1000, deadline - Date.now()));
+  const proc = await Supervised.start('envoy-gateway', binary, ['server', '--config-path', configFile], { ports: [adminPort], timeoutMs: Math.max(1000, deadline - Date.now()) });
   const stop = async (): Promise<void> => {
     await proc.stop();
     // Envoy dies with Envoy Gateway (func-e sets Pdeathsig); this catches one that did not.
@@ -241,19 +242,25 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
     }
   };
   try {
-    await waitForPort(b.listen, Math.max(1000, deadline - Date.now()), () => !proc.running);
+    await waitForPort(b.listen, Math.max(1000, deadline - Date.now()), proc.exitReason);
     // The listener comes up with the routes; the policy's filter config may follow in a later xDS push, and until
     // then the routes would pass unchecked.
-    for (;;) {
+    await waitUntil(async () => {
       const port = envoyAdminPort([join(dir, 'state'), join(dir, 'run')]);
-      if (port !== undefined && await extAuthzInForce(port)) break;
-      if (!proc.running) throw new Error(`envoy-gateway exited:\n${proc.tail(60)}`);
-      // A file that does not validate is logged and skipped, which would otherwise only show as a timeout.
-      const refused = proc.tail(400).split('\n').find((l) => l.includes('failed to load resources'));
-      if (refused) throw new Error(`Envoy Gateway refused its resources:\n${refused}`);
-      if (Date.now() > deadline) throw new Error(`Envoy has no ext_authz on the routes of data.example.org after ${opts.timeoutMs ?? 60_000} ms:\n${proc.tail(60)}`);
-      await delay(250);
-    }
+      return port !== undefined && await extAuthzInForce(port);
+    }, {
+      what: 'ext_authz on the routes of data.example.org',
+      timeoutMs: Math.max(1000, deadline - Date.now()),
+      intervalMs: 250,
+      abortIf: () => {
+        const exited = proc.exitReason();
+        if (exited) return `${exited}:\n${proc.tail(60)}`;
+        // A file that does not validate is logged and skipped, which would otherwise only show as a timeout.
+        const refused = proc.tail(400).split('\n').find((l) => l.includes('failed to load resources'));
+        return refused === undefined ? undefined : `Envoy Gateway refused its resources:\n${refused}`;
+      },
+      describe: () => proc.tail(60),
+    });
     log(`Envoy Gateway serves data.example.org on :${b.listen} (ext_authz to 127.0.0.1:${b.auth})`);
     return { port: b.listen, stop, tail: (lines?: number) => proc.tail(lines) };
   } catch (e) {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Proc } from './process.js';
+import { Supervised } from '../../support/process.js';
 import { ensureVenv, type PyTool } from './pyvenv.js';
 import { REPO_ROOT } from './svc-auth.js';
 
@@ -40,12 +40,12 @@ export async function ensureEnvoy(): Promise<string> {
 }
 
 /** Validates and starts Envoy on the example config; admin interface off (none is configured). */
-export async function startEnvoy(dir: string, b: Backends): Promise<Proc> {
+export async function startEnvoy(dir: string, b: Backends): Promise<Supervised> {
   const binary = await ensureEnvoy();
   const file = join(dir, 'envoy.yaml');
   writeFileSync(file, envoyConfig(b));
   const base = ['-c', file, '--log-level', 'error', '--base-id', String(b.listen), '--concurrency', '1'];
   const check = spawnSync(binary, [...base, '--mode', 'validate'], { encoding: 'utf8' });
   if (check.status !== 0) throw new Error(`envoy rejected the config from deploy/gateway-api/envoy.yaml:\n${check.stdout}${check.stderr}`);
-  return Proc.start('envoy', binary, base, [b.listen]);
+  return Supervised.start('envoy', binary, base, { ports: [b.listen] });
 }

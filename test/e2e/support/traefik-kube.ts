@@ -14,8 +14,9 @@ import { ensureTraefik, TRAEFIK } from '../../controlplane/assets.js';
 import type { ControlPlane } from '../../controlplane/controlplane.js';
 import { kubectl } from '../../stack/kubectl.js';
 import { replaceExact } from './envoy.js';
-import { delay, rawRequest } from './net.js';
-import { Proc } from './process.js';
+import { rawRequest } from './net.js';
+import { waitUntil } from '../../support/wait.js';
+import { Supervised } from '../../support/process.js';
 import { REPO_ROOT } from './svc-auth.js';
 
 export const INGRESS_NGINX_EXAMPLE = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'ingress.yaml');
@@ -154,7 +155,7 @@ function namespaceManifest(namespace: string): string {
 }
 
 /** Writes Traefik's static configuration (0600: it names the token file) and starts it. */
-async function startTraefikProcess(dir: string, name: string, listen: number, provider: Record<string, unknown>): Promise<Proc> {
+async function startTraefikProcess(dir: string, name: string, listen: number, provider: Record<string, unknown>): Promise<Supervised> {
   const binary = await ensureTraefik();
   mkdirSync(dir, { recursive: true });
   const staticFile = join(dir, `${name}.yaml`);
@@ -165,20 +166,20 @@ async function startTraefikProcess(dir: string, name: string, listen: number, pr
     providers: provider,
     log: { level: 'INFO' },
   }), { mode: 0o600 });
-  return Proc.start(name, binary, [`--configFile=${staticFile}`], [listen]);
+  return Supervised.start(name, binary, [`--configFile=${staticFile}`], { ports: [listen] });
 }
 
 /** Waits until Traefik has loaded the route: it answers 404 until its provider has built the configuration. */
-async function waitRouted(p: Proc, port: number, host: string, path: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+async function waitRouted(p: Supervised, port: number, host: string, path: string, timeoutMs: number): Promise<void> {
   let last = 0;
-  while (Date.now() < deadline) {
-    if (!p.running) throw new Error(`${p.name} exited while waiting for its route:\n${p.tail()}`);
-    last = (await rawRequest(port, { target: path, host }).catch(() => ({ status: 0 }))).status;
-    if (last !== 0 && last !== 404) return;
-    await delay(250);
+  try {
+    await waitUntil(async () => {
+      last = (await rawRequest(port, { target: path, host }).catch(() => ({ status: 0 }))).status;
+      return last !== 0 && last !== 404;
+    }, { what: `${p.name} to route ${host}${path}`, timeoutMs, intervalMs: 250, abortIf: p.exitReason, describe: () => `status ${last}` });
+  } catch (e) {
+    throw new Error(`${(e as Error).message}:\n${p.tail()}`, { cause: e });
   }
-  throw new Error(`${p.name} does not route ${host}${path} after ${timeoutMs} ms (last status ${last}):\n${p.tail()}`);
 }
 
 function tokenFile(dir: string, name: string, token: string): string {
@@ -194,7 +195,7 @@ function caFile(cp: ControlPlane): string {
   return cp.ca.cert;
 }
 
-function handle(p: Proc, port: number, namespace: string, applied: string): TraefikKube {
+function handle(p: Supervised, port: number, namespace: string, applied: string): TraefikKube {
   return { port, namespace, applied, stop: () => p.stop(), tail: (lines?: number) => p.tail(lines) };
 }
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { ensureTraefik } from '../../controlplane/assets.js';
 import type { Backends } from './envoy.js';
 import { replaceExact } from './envoy.js';
-import { Proc } from './process.js';
+import { Supervised } from '../../support/process.js';
 import { REPO_ROOT } from './svc-auth.js';
 
 export const TRAEFIK_STATIC = join(REPO_ROOT, 'deploy', 'traefik', 'traefik.yaml');
@@ -28,11 +28,11 @@ export function traefikStatic(b: Backends, dynamicFile: string): string {
   return text;
 }
 
-export async function startTraefik(dir: string, b: Backends): Promise<Proc> {
+export async function startTraefik(dir: string, b: Backends): Promise<Supervised> {
   const binary = await ensureTraefik();
   const dynamicFile = join(dir, 'traefik-dynamic.yaml');
   const staticFile = join(dir, 'traefik.yaml');
   writeFileSync(dynamicFile, traefikDynamic(b));
   writeFileSync(staticFile, traefikStatic(b, dynamicFile));
-  return Proc.start('traefik', binary, [`--configFile=${staticFile}`], [b.listen]);
+  return Supervised.start('traefik', binary, [`--configFile=${staticFile}`], { ports: [b.listen] });
 }

@@ -1,0 +1,95 @@
+import { describe, expect, it } from '@jest/globals';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, canConnect } from './ports.js';
+import { anyExited, pidAlive, runCommand, Supervised } from './process.js';
+import { waitUntil } from './wait.js';
+
+const node = process.execPath;
+// A child that prints, listens on argv[1] and, with argv[2] === 'stubborn', ignores SIGTERM.
+const SERVER = `
+const port = Number(process.argv[1]);
+console.log('starting on ' + port);
+console.error('a warning');
+if (process.argv[2] === 'stubborn') process.on('SIGTERM', () => console.log('ignoring SIGTERM'));
+require('node:net').createServer((s) => s.end()).listen(port, '127.0.0.1', () => console.log('listening'));
+`;
+
+describe('Supervised', () => {
+  it('starts a child, waits for its port, keeps its output, and stops it with SIGTERM', async () => {
+    const port = await freePort();
+    const p = await Supervised.start('server', node, ['-e', SERVER, String(port)], { ports: [port], timeoutMs: 10_000 });
+    expect(p.running).toBe(true);
+    await waitUntil(() => p.output.includes('listening'), { what: 'the listening line', timeoutMs: 5000 });
+    expect(p.output).toContain(`starting on ${port}`);
+    expect(p.output).toContain('a warning');
+    expect(p.tail(1)).toBe('listening');
+    await p.stop();
+    expect(p.running).toBe(false);
+    expect(await p.exited).toBe('SIGTERM');
+    expect(await canConnect(port)).toBe(false);
+  });
+
+  it('SIGKILLs a child that ignores SIGTERM after the grace', async () => {
+    const port = await freePort();
+    const p = await Supervised.start('stubborn', node, ['-e', SERVER, String(port), 'stubborn'], { ports: [port], timeoutMs: 10_000 });
+    const t = Date.now();
+    await p.stop('SIGTERM', 300);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(250);
+    expect(p.exitStatus).toBe('SIGKILL');
+  });
+
+  it('fails a start whose process exits, quoting its last lines', async () => {
+    const port = await freePort();
+    await expect(Supervised.start('broken', node, ['-e', 'console.error("bad config"); process.exit(3)'], { ports: [port], timeoutMs: 10_000 }))
+      .rejects.toThrow(/broken did not start: broken exited \(exit 3\) while waiting for something to listen on 127\.0\.0\.1:\d+\nbad config/);
+  });
+
+  it('reports a binary that cannot be spawned', async () => {
+    const p = Supervised.spawn('missing', '/nonexistent/binary', []);
+    expect(await p.exited).toMatch(/^spawn error: .*ENOENT/);
+    expect(anyExited([p])()).toMatch(/^missing exited \(spawn error/);
+  });
+
+  it('writes output to a log file when asked, and hands captured chunks to onOutput', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-proc-test-'));
+    try {
+      const file = join(dir, 'x.log');
+      const logged = Supervised.spawn('logged', node, ['-e', 'console.log("one"); console.error("two")'], { output: { file } });
+      await logged.exited;
+      expect(logged.output).toBe('one\ntwo\n');
+      expect(logged.tail(1)).toBe('two');
+      const seen: string[] = [];
+      const captured = Supervised.spawn('captured', node, ['-e', 'console.log("three")'], { onOutput: (t) => seen.push(t) });
+      await captured.exited;
+      expect(seen.join('')).toBe('three\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('runCommand', () => {
+  it('returns the exit code and both outputs, with stdin from input', async () => {
+    const r = await runCommand(node, ['-e', 'process.stdin.pipe(process.stdout); console.error("err"); process.exitCode = 2'], { input: 'secret' });
+    expect(r).toEqual({ code: 2, signal: null, stdout: 'secret', stderr: 'err\n' });
+  });
+
+  it('kills a command that outlives its timeout', async () => {
+    const r = await runCommand(node, ['-e', 'setTimeout(() => {}, 60000)'], { timeoutMs: 200 });
+    expect(r.code).toBeNull();
+    expect(r.signal).toBe('SIGKILL');
+  });
+});
+
+describe('pidAlive', () => {
+  it('knows this process and not one that has exited', async () => {
+    expect(pidAlive(process.pid)).toBe(true);
+    const p = Supervised.spawn('short', node, ['-e', '']);
+    const pid = p.pid;
+    await p.exited;
+    expect(pidAlive(pid)).toBe(false);
+    expect(pidAlive(undefined)).toBe(false);
+  });
+});
