@@ -1,19 +1,11 @@
 import { describe, it, expect } from '@jest/globals';
 import { ResilientInformer, type ListWatchSource } from './informer.js';
 import { ApiError, FakeApi, FakeStore } from './fake.js';
+import { sleep, poll as until } from '../test/support/wait.js';
 
 interface Obj {
   metadata: { name: string; resourceVersion?: string; uid?: string };
   value?: number;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(5);
-  }
 }
 
 function setup(opts: ConstructorParameters<typeof ResilientInformer<Obj>>[2] = {}) {

@@ -1,15 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { LeaderElector } from './lease.js';
 import { FakeLease } from './fake.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(5);
-  }
-}
+import { sleep, poll as until } from '../test/support/wait.js';
 
 const timing = { leaseDurationMs: 300, renewDeadlineMs: 200, retryPeriodMs: 40 };
 

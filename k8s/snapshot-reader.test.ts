@@ -4,15 +4,7 @@ import type { ConfigMapObject } from './configmaps.js';
 import { FakeApi, FakeStore } from './fake.js';
 import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from './snapshot-objects.js';
 import { SnapshotReader, type VerifiedSnapshot } from './snapshot-reader.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, ms = 3000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`${what} not met in time`);
-    await sleep(5);
-  }
-}
+import { sleep, poll as until } from '../test/support/wait.js';
 
 function scopes(n: number, salt = ''): ProtectedScope[] {
   return Array.from({ length: n }, (_, i) => {

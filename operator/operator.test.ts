@@ -7,15 +7,7 @@ import { OperatorMetrics } from './metrics.js';
 import { Operator, type OperatorConfig } from './operator.js';
 import type { Logger } from './reconciler.js';
 import type { ScopeStatus } from './desired-status.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, ms = 4000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`${what} not met in time`);
-    await sleep(5);
-  }
-}
+import { sleep, poll as until } from '../test/support/wait.js';
 
 const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 

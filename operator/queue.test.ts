@@ -1,14 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { WorkQueue } from './queue.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(2);
-  }
-}
+import { sleep, poll as until } from '../test/support/wait.js';
 
 describe('WorkQueue', () => {
   it('deduplicates keys waiting to run and batches a debounce window', async () => {

@@ -5,15 +5,7 @@ import { FakeApi, FakeStore } from '../../k8s/fake.js';
 import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot-objects.js';
 import { ConfigMapSource } from './configmap.js';
 import type { LoadedSnapshot, SourceFailure } from './source.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(5);
-  }
-}
+import { sleep, poll as until } from '../../test/support/wait.js';
 
 function scope(i: number, secret: string): ProtectedScope {
   const hash = hashToken(secret);

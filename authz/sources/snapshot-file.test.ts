@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { API_GROUP_VERSION, compileSnapshot, generationOf, hashToken, serializeSnapshot, SnapshotFileVerifier, tokenIdOf, type ProtectedScope } from '../../core/index.js';
 import { SnapshotFileSource } from './snapshot-file.js';
 import type { LoadedSnapshot, SourceFailure } from './source.js';
+import { poll as until } from '../../test/support/wait.js';
 
 // The source's own path: the file read as bytes and verified a chunk at a time between turns of the event
 // loop, then built in slices. reload.test.ts covers it through the server (kubelet swaps, metrics, answers).
@@ -27,14 +28,6 @@ afterEach(async () => {
   await Promise.all(sources.splice(0).map((s) => s.stop()));
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 async function start(text: string | Buffer, sliceMs?: number) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-auth-snapshot-file-'));

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DirectoryWatch, type ChangeReason } from './watch.js';
+import { sleep } from '../../test/support/wait.js';
 
 const dirs: string[] = [];
 const watches: DirectoryWatch[] = [];
@@ -11,7 +12,6 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('DirectoryWatch', () => {
   it('reports changes to relevant entries, debounced, and ignores a busy neighbour', async () => {

@@ -61,3 +61,11 @@ export async function waitUntil<T>(check: Check<T>, options: WaitOptions): Promi
 export function until<T>(what: string, check: Check<T>, timeoutMs = 30_000, describe?: () => string | Promise<string>): Promise<T> {
   return waitUntil(check, { what, timeoutMs, intervalMs: 50, maxIntervalMs: 500, ...(describe ? { describe } : {}) });
 }
+
+/**
+ * The unit tests' shorthand: a synchronous condition polled every few milliseconds (fakes and in-process servers
+ * change state within microseconds, so a unit test waits no longer than it must).
+ */
+export function poll(cond: () => boolean, timeoutMs = 3000, what = 'the condition'): Promise<void> {
+  return waitUntil(() => cond() || undefined, { what, timeoutMs, intervalMs: 5 }).then(() => undefined);
+}
