@@ -184,7 +184,7 @@ export class Compiler {
       const e = phase.entries.get(o.metadata?.name ?? '') ?? entryFor(o, objectCacheKey(o));
       const { active, next } = activeAt(e, nowMs);
       if (next !== undefined && (nextExpiryMs === undefined || next < nextExpiryMs)) nextExpiryMs = next;
-      const d = desiredFor(o, e, active, scopeStates, closedBy, scopeObjects, nowIso);
+      const d = desiredFor(o, e, active, { scopeStates, closedBy, scopeObjects }, nowIso);
       desired.set(d.name, d);
     }
     const assessments = [...phase.entries.values()].map((e) => e.assessment);
@@ -233,7 +233,7 @@ function activeAt(e: ObjectEntry, nowMs: number): { active: number; next?: numbe
 export function desiredNow(o: ProtectedScope, phase: SnapshotPhase, compiled: Compilation, nowMs: number): Desired | undefined {
   const e = phase.entries.get(o.metadata?.name ?? '');
   if (!e || e.cacheKey !== objectCacheKey(o)) return undefined;
-  return desiredFor(o, e, activeAt(e, nowMs).active, compiled.scopeStates, compiled.closedBy, compiled.scopeObjects, new Date(nowMs).toISOString());
+  return desiredFor(o, e, activeAt(e, nowMs).active, compiled, new Date(nowMs).toISOString());
 }
 
 /**

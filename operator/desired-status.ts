@@ -18,70 +18,69 @@ export interface Desired {
   readonly scopeKey?: string;
 }
 
-export function desiredFor(
-  o: ProtectedScope,
-  e: ObjectEntry,
-  active: number,
-  scopeStates: Map<string, 'Open' | 'Closed'>,
-  closedBy: Map<string, ClosedBy>,
-  scopeObjects: Map<string, string[]>,
-  nowIso: string,
-): Desired {
+/** The scope-wide facts an object's status repeats: its scope's state, why it is closed, its objects. */
+export interface ScopeFacts {
+  readonly scopeStates: Map<string, 'Open' | 'Closed'>;
+  readonly closedBy: Map<string, ClosedBy>;
+  readonly scopeObjects: Map<string, string[]>;
+}
+
+/** One object's desired status: invalid and left out, or its scope's state and its own token counts. */
+export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, facts: ScopeFacts, nowIso: string): Desired {
   const a = e.assessment;
   const name = o.metadata?.name ?? '';
   // The object's metadata.generation (the snapshot's generation is its content hash: another thing).
   const objectGeneration = o.metadata?.generation;
-  const previousReady = o.status?.conditions?.find((c) => c.type === READY);
-  const ready = (status: Condition['status'], reason: string, message: string): Condition => {
-    // As meta.SetStatusCondition: the transition time moves only when the condition's status does.
-    const same = previousReady !== undefined && previousReady.status === status;
-    return {
-      type: READY,
-      status,
-      reason,
-      message,
-      ...(objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {}),
-      lastTransitionTime: same && previousReady?.lastTransitionTime ? previousReady.lastTransitionTime : nowIso,
-    };
-  };
+  const observed = objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {};
+  const ready = readyCondition(o, objectGeneration, nowIso);
   if (!a.sanitized || !a.scope || !e.scopeKey) {
-    return {
-      name,
-      status: {
-        ...(objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {}),
-        conditions: [ready('False', 'Invalid', `left out of the snapshot: ${formatFieldErrors(a.errors)}`.slice(0, 2000))],
-      },
-    };
+    return { name, status: { ...observed, conditions: [ready('False', 'Invalid', `left out of the snapshot: ${formatFieldErrors(a.errors)}`.slice(0, 2000))] } };
   }
   const key = e.scopeKey;
-  const tokens = e.tokenCount;
-  const state = scopeStates.get(key) ?? 'Open';
-  const others = (scopeObjects.get(key) ?? []).filter((n) => n !== name);
-  const why = closedBy.get(key);
-  const reason = why === 'flag' ? ' (closed: true)' : why === 'default' ? ' (default: nothing executes or writes until a token grants it)' : '';
+  const state = facts.scopeStates.get(key) ?? 'Open';
+  const others = (facts.scopeObjects.get(key) ?? []).filter((n) => n !== name);
   const subjects = subjectsOf(a.sanitized).length;
-  const granted = subjects > 0 ? ` and ${subjects} subject${subjects === 1 ? '' : 's'}` : '';
-  const summary = `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)${granted}`;
-  const merged = others.length > 0 ? `; merged with ${others.length} other object${others.length === 1 ? '' : 's'} for the same scope` : '';
+  const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, subjects, others.length);
   const condition =
     a.errors.length === 0
-      ? ready('True', 'Compiled', `${summary}${merged}`)
-      : ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary}${merged})`.slice(0, 2000));
+      ? ready('True', 'Compiled', summary)
+      : ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary})`.slice(0, 2000));
   return {
     name,
     scopeKey: key,
     status: {
-      ...(objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {}),
+      ...observed,
       scope: a.scope.value,
       kind: SCOPE_FIELD[a.scope.kind],
       state,
-      tokens,
+      tokens: e.tokenCount,
       activeTokens: active,
       ...(subjects > 0 ? { subjects } : {}),
       conditions: [condition],
       ...(others.length > 0 ? { mergedWith: others } : {}),
     },
   };
+}
+
+/** The Ready condition, as meta.SetStatusCondition sets it: its transition time moves only when its status does. */
+function readyCondition(o: ProtectedScope, objectGeneration: number | undefined, nowIso: string): (status: Condition['status'], reason: string, message: string) => Condition {
+  const previous = o.status?.conditions?.find((c) => c.type === READY);
+  return (status, reason, message) => ({
+    type: READY,
+    status,
+    reason,
+    message,
+    ...(objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {}),
+    lastTransitionTime: previous !== undefined && previous.status === status && previous.lastTransitionTime ? previous.lastTransitionTime : nowIso,
+  });
+}
+
+/** The Ready message: the scope's state and why, this object's tokens and subjects, the objects it shares the scope with. */
+function summaryOf(state: 'Open' | 'Closed', why: ClosedBy | undefined, tokens: number, active: number, subjects: number, others: number): string {
+  const reason = why === 'flag' ? ' (closed: true)' : why === 'default' ? ' (default: nothing executes or writes until a token grants it)' : '';
+  const granted = subjects > 0 ? ` and ${subjects} subject${subjects === 1 ? '' : 's'}` : '';
+  const merged = others > 0 ? `; merged with ${others} other object${others === 1 ? '' : 's'} for the same scope` : '';
+  return `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)${granted}${merged}`;
 }
 
 /** Canonical forms of statuses already seen (informer objects are not mutated, so identity is a safe key). */

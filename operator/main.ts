@@ -14,7 +14,7 @@ import { protectedScopeListWatch, kubeScopeStatusClient } from '../k8s/watched-s
 import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, FIELD_MANAGER, snapshotSelector } from '../k8s/snapshot-objects.js';
 import { parseDuration } from '../lib/duration.js';
 import { startHealthServer } from './health.js';
-import { Operator, type OperatorConfig } from './operator.js';
+import { Operator, type OperatorBackends, type OperatorConfig } from './operator.js';
 
 /** A duration flag in lib/duration.ts's grammar, refused the way commander refuses any bad argument. */
 function durationFlag(value: string): number {
@@ -84,6 +84,7 @@ interface Flags {
   logLevel: string;
 }
 
+/** svc-operator: flags, the API connection, the operator, its health and metrics server, and a clean shutdown. */
 export async function main(argv: string[] = process.argv): Promise<void> {
   const cmd = program();
   cmd.parse(argv);
@@ -92,11 +93,26 @@ export async function main(argv: string[] = process.argv): Promise<void> {
   if (!(flags.renewDeadline < flags.leaseDuration && flags.retryPeriod < flags.renewDeadline)) {
     cmd.error('error: need --retry-period < --renew-deadline < --lease-duration', { exitCode: 2 });
   }
-
   const kube = await connect({ ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}), requestTimeoutMs: flags.requestTimeout });
   const namespace = flags.namespace ?? kube.contextNamespace ?? 'default';
   const identity = `${hostname()}_${randomBytes(4).toString('hex')}`;
-  const config: OperatorConfig = {
+  const operator = new Operator(backendsOf(kube, namespace, flags), configOf(flags, namespace, identity), log);
+  const server = await listenOrExit(operator, flags.metricsListen, log);
+  const address = server.address();
+  log.info(
+    { namespace, snapshotName: flags.snapshotName, leaderElect: flags.leaderElect, identity, listen: typeof address === 'object' && address ? `${address.address}:${address.port}` : flags.metricsListen },
+    'svc-operator starting',
+  );
+  operator.start();
+  onSignals(async () => {
+    await operator.stop();
+    server.close();
+    kube.close();
+  }, log);
+}
+
+function configOf(flags: Flags, namespace: string, identity: string): OperatorConfig {
+  return {
     namespace,
     snapshotName: flags.snapshotName,
     identity,
@@ -111,23 +127,25 @@ export async function main(argv: string[] = process.argv): Promise<void> {
     resyncMs: flags.resync,
     openPathsByDefault: flags.openPathsByDefault,
   };
-  const operator = new Operator(
-    {
-      scopes: protectedScopeListWatch(kube, namespace),
-      configMapsWatch: configMapListWatch(kube, namespace, { labelSelector: snapshotSelector(flags.snapshotName) }),
-      configMaps: kubeConfigMapClient(kube, namespace, FIELD_MANAGER),
-      status: kubeScopeStatusClient(kube, namespace, FIELD_MANAGER),
-      events: kubeEventSink(kube),
-      ...(flags.leaderElect ? { lease: kubeLeaseClient(kube, namespace, flags.leaseName ?? `${flags.snapshotName}-operator`) } : {}),
-    },
-    config,
-    log,
-  );
+}
 
-  let server: Server | undefined;
+/** The operator's view of the API: its namespace's objects, ConfigMaps, Events and (when electing) its Lease. */
+function backendsOf(kube: Awaited<ReturnType<typeof connect>>, namespace: string, flags: Flags): OperatorBackends {
+  return {
+    scopes: protectedScopeListWatch(kube, namespace),
+    configMapsWatch: configMapListWatch(kube, namespace, { labelSelector: snapshotSelector(flags.snapshotName) }),
+    configMaps: kubeConfigMapClient(kube, namespace, FIELD_MANAGER),
+    status: kubeScopeStatusClient(kube, namespace, FIELD_MANAGER),
+    events: kubeEventSink(kube),
+    ...(flags.leaderElect ? { lease: kubeLeaseClient(kube, namespace, flags.leaseName ?? `${flags.snapshotName}-operator`) } : {}),
+  };
+}
+
+/** The health and metrics server; a port that cannot be had ends the program (exit 1). */
+async function listenOrExit(operator: Operator, listen: string, log: pino.Logger): Promise<Server> {
   try {
-    server = await startHealthServer(
-      flags.metricsListen,
+    return await startHealthServer(
+      listen,
       {
         live: () => ({ ok: true, detail: { leader: operator.isLeader } }),
         ready: () => ({
@@ -142,16 +160,13 @@ export async function main(argv: string[] = process.argv): Promise<void> {
       operator.metrics.registry,
     );
   } catch (e) {
-    log.error({ err: (e as Error).message, listen: flags.metricsListen }, 'cannot listen');
+    log.error({ err: (e as Error).message, listen }, 'cannot listen');
     process.exit(1);
   }
-  const address = server.address();
-  log.info(
-    { namespace, snapshotName: flags.snapshotName, leaderElect: flags.leaderElect, identity, listen: typeof address === 'object' && address ? `${address.address}:${address.port}` : flags.metricsListen },
-    'svc-operator starting',
-  );
-  operator.start();
+}
 
+/** SIGTERM or SIGINT: stop once, within 10 s, then exit. */
+function onSignals(stop: () => Promise<void>, log: pino.Logger): void {
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -159,9 +174,7 @@ export async function main(argv: string[] = process.argv): Promise<void> {
     log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
-    await operator.stop();
-    server?.close();
-    kube.close();
+    await stop();
     log.info({}, 'stopped');
     process.exit(0);
   };
