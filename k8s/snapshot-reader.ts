@@ -6,7 +6,7 @@
  * (API server away, shard missing, corrupt) the reader reports it, keeps the last delivered generation, and
  * retries with backoff. No client-node import here: the caller passes the transport in.
  */
-import { parseSnapshotIndex, verifyAssembled, verifyShard, type SnapshotIndex } from '../core/index.js';
+import { err, parseSnapshotIndex, verifyAssembled, verifyShard, type Result, type SnapshotIndex } from '../core/index.js';
 import { backoffDelay } from '../lib/backoff.js';
 import { SerialRunner } from '../lib/serial-runner.js';
 import type { ConfigMapObject } from './configmaps.js';
@@ -121,57 +121,23 @@ export class SnapshotReader {
     this.retryTimer = setTimeout(() => this.trigger(), delay);
   }
 
+  /** One load: read the index, fetch and verify the shards it lacks, verify the whole, deliver it. */
   private async loadOnce(): Promise<void> {
     const started = performance.now();
-    const { snapshotName } = this.opts;
     if (!this.informer.synced) return;
-    const cm = this.informer.list().find((c) => c.metadata.name === snapshotName);
-    if (!cm) return this.fail(`index ConfigMap ${snapshotName} not found${this.delivered ? `; keeping generation ${short(this.delivered)}` : ' (has svc-operator written it yet?)'}`, false);
-    const text = cm.data?.[INDEX_KEY];
-    if (text === undefined) return this.fail(`index ConfigMap ${snapshotName} has no ${INDEX_KEY}`, false);
-    const parsed = parseSnapshotIndex(text);
-    if (!parsed.ok) return this.fail(`index ConfigMap ${snapshotName}: ${parsed.error}`, false);
-    const index = parsed.value;
+    const read = this.readIndex();
+    if (!read.ok) return this.fail(read.error, false);
+    const index = read.value;
     if (index.generation === this.delivered) {
       this.failures = 0;
       return;
     }
-
-    // Fetch what the cache lacks, a few at a time, verifying each shard as it arrives.
     const missing = index.shards.filter((ref) => !this.shards.has(ref.digest));
-    let next = 0;
-    let problem: { message: string; retry: boolean } | undefined;
-    const worker = async () => {
-      while (next < missing.length && !problem && !this.stopped) {
-        const ref = missing[next++]!;
-        const name = shardConfigMapName(snapshotName, ref.digest);
-        let shard: ConfigMapObject | undefined;
-        try {
-          shard = await this.opts.getConfigMap(name);
-        } catch (e) {
-          problem ??= { message: `shard ConfigMap ${name}: ${describeError(e)}`, retry: true };
-          return;
-        }
-        // Missing: not written yet, or deleted too early; the operator writes shards before the index, so try again.
-        if (!shard) {
-          problem ??= { message: `shard ConfigMap ${name} of generation ${short(index.generation)} not found`, retry: true };
-          return;
-        }
-        const checked = verifyShard(ref, shard.data?.[SHARD_KEY] ?? '');
-        if (!checked.ok) {
-          problem ??= { message: `shard ConfigMap ${name}: ${checked.error}`, retry: true };
-          return;
-        }
-        this.shards.set(ref.digest, checked.value);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 4, missing.length) }, worker));
+    const problem = await this.fetchShards(index, missing);
     if (this.stopped) return;
-    if (problem) return this.fail(`${problem.message}; keeping generation ${short(this.delivered)}`, problem.retry);
-
-    const lines: string[] = [];
+    if (problem) return this.fail(`${problem}; keeping generation ${short(this.delivered)}`, true);
     const shardLines = index.shards.map((ref) => this.shards.get(ref.digest)!);
-    for (const part of shardLines) for (const line of part) lines.push(line);
+    const lines = shardLines.flat();
     const whole = verifyAssembled(index, lines);
     if (!whole.ok) return this.fail(`generation ${short(index.generation)}: ${whole.error}; keeping generation ${short(this.delivered)}`, true);
     try {
@@ -185,6 +151,53 @@ export class SnapshotReader {
     const keep = new Set(index.shards.map((s) => s.digest));
     for (const digest of [...this.shards.keys()]) if (!keep.has(digest)) this.shards.delete(digest);
   }
+
+  /** The snapshot index from the informer's cache, or why there is none to load. */
+  private readIndex(): Result<SnapshotIndex> {
+    const { snapshotName } = this.opts;
+    const cm = this.informer.list().find((c) => c.metadata.name === snapshotName);
+    if (!cm) return err(`index ConfigMap ${snapshotName} not found${this.delivered ? `; keeping generation ${short(this.delivered)}` : ' (has svc-operator written it yet?)'}`);
+    const text = cm.data?.[INDEX_KEY];
+    if (text === undefined) return err(`index ConfigMap ${snapshotName} has no ${INDEX_KEY}`);
+    const parsed = parseSnapshotIndex(text);
+    return parsed.ok ? parsed : err(`index ConfigMap ${snapshotName}: ${parsed.error}`);
+  }
+
+  /**
+   * Fetches the shards the cache lacks, a few at a time, verifying each as it arrives; the first problem, if any.
+   * A missing shard is retried later: the operator writes shards before the index, or one was deleted too early.
+   */
+  private async fetchShards(index: SnapshotIndex, missing: readonly SnapshotIndex['shards'][number][]): Promise<string | undefined> {
+    const { snapshotName } = this.opts;
+    let next = 0;
+    let problem: string | undefined;
+    const worker = async () => {
+      while (next < missing.length && !problem && !this.stopped) {
+        const ref = missing[next++]!;
+        const name = shardConfigMapName(snapshotName, ref.digest);
+        let shard: ConfigMapObject | undefined;
+        try {
+          shard = await this.opts.getConfigMap(name);
+        } catch (e) {
+          problem ??= `shard ConfigMap ${name}: ${describeError(e)}`;
+          return;
+        }
+        if (!shard) {
+          problem ??= `shard ConfigMap ${name} of generation ${short(index.generation)} not found`;
+          return;
+        }
+        const checked = verifyShard(ref, shard.data?.[SHARD_KEY] ?? '');
+        if (!checked.ok) {
+          problem ??= `shard ConfigMap ${name}: ${checked.error}`;
+          return;
+        }
+        this.shards.set(ref.digest, checked.value);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 4, missing.length) }, worker));
+    return problem;
+  }
+
 }
 
 function short(generation: string | undefined): string {
