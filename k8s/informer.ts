@@ -285,29 +285,8 @@ export class ResilientInformer<T extends ObjectWithMeta> {
         if (finished) return;
         arm();
         events++;
-        const obj = raw as T;
-        switch (type) {
-          case 'ADDED':
-          case 'MODIFIED':
-            this.upsert(keyOf(obj), obj);
-            break;
-          case 'DELETED': {
-            const key = keyOf(obj);
-            const old = this.cache.get(key);
-            this.cache.delete(key);
-            this.safe(() => this.handlers.onDelete?.(old ?? obj));
-            break;
-          }
-          case 'BOOKMARK':
-            break;
-          case 'ERROR': {
-            const status = raw as { code?: number; message?: string };
-            finish(status?.code === 410 ? new GoneError() : Object.assign(new Error(`watch error: ${status?.message ?? 'unknown'}`), { code: status?.code }));
-            return;
-          }
-        }
-        const rv = obj?.metadata?.resourceVersion;
-        if (rv) this.resourceVersion = rv;
+        const error = this.apply(type, raw as T);
+        if (error) finish(error);
       };
       this.source
         .watch(this.resourceVersion, timeoutSeconds, onEvent, (err) => finish(err ?? undefined))
@@ -318,6 +297,32 @@ export class ResilientInformer<T extends ObjectWithMeta> {
         .catch((e: unknown) => finish(e ?? new Error('watch failed to start')));
       if (this.stopped || this.relistRequested) finish();
     });
+  }
+
+  /** One watch event into the cache (and the handlers); an ERROR event is returned as the error ending the watch. */
+  private apply(type: WatchEventType, obj: T): Error | undefined {
+    switch (type) {
+      case 'ADDED':
+      case 'MODIFIED':
+        this.upsert(keyOf(obj), obj);
+        break;
+      case 'DELETED': {
+        const key = keyOf(obj);
+        const old = this.cache.get(key);
+        this.cache.delete(key);
+        this.safe(() => this.handlers.onDelete?.(old ?? obj));
+        break;
+      }
+      case 'BOOKMARK':
+        break;
+      case 'ERROR': {
+        const status = obj as unknown as { code?: number; message?: string };
+        return status?.code === 410 ? new GoneError() : Object.assign(new Error(`watch error: ${status?.message ?? 'unknown'}`), { code: status?.code });
+      }
+    }
+    const rv = obj?.metadata?.resourceVersion;
+    if (rv) this.resourceVersion = rv;
+    return undefined;
   }
 
   private safe(fn: () => void): void {
