@@ -116,6 +116,16 @@ ${names.map((n) => `complete -F ${fn}_complete ${n}`).join('\n')}
 }
 
 // (The shell variable is cmdpath, not path: in zsh, path is tied to PATH.)
+/** A zsh function setting `reply` to the words of the arm its first argument names. */
+function zshLookup(name: string, arms: Parameters<typeof caseArms>[0]): string {
+  return `${name}() {
+  reply=()
+  case "$1" in
+${caseArms(arms, '    ', true)}
+  esac
+}`;
+}
+
 export function zshCompletion(root: Command, names: readonly string[]): string {
   const t = collect(root);
   const fn = `_${root.name().replace(/[^A-Za-z0-9]/g, '_')}`;
@@ -125,24 +135,9 @@ export function zshCompletion(root: Command, names: readonly string[]): string {
   return `#compdef ${names.join(' ')}
 # zsh completion for ${names.join(' and ')}, generated from the command tree by \`${root.name()} completion zsh\`.
 # Load it with:  source <(${root.name()} completion zsh)   (or save it as ${fn} in a directory of $fpath)
-${fn}_subcommands() {
-  reply=()
-  case "$1" in
-${caseArms(subArms, '    ', true)}
-  esac
-}
-${fn}_flags() {
-  reply=()
-  case "$1" in
-${caseArms(flagArms, '    ', true)}
-  esac
-}
-${fn}_choices() {
-  reply=()
-  case "$1" in
-${caseArms(choiceArms, '    ', true)}
-  esac
-}
+${zshLookup(`${fn}_subcommands`, subArms)}
+${zshLookup(`${fn}_flags`, flagArms)}
+${zshLookup(`${fn}_choices`, choiceArms)}
 ${fn}() {
   local cur="\${words[CURRENT]}" prev="\${words[CURRENT-1]}" cmdpath="" w i skip=0
   local -a valueflags reply
