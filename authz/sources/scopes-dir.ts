@@ -52,9 +52,38 @@ export class ScopesDirSource extends WatchedSource {
     };
   }
 
+  /** Re-reads the directory when it changed (or a reload was forced), then compiles and indexes it whole. */
   protected async reload(): Promise<void> {
     const started = performance.now();
     const forced = this.takeForced();
+    const entries = await this.changedEntries(forced);
+    if (entries === undefined) return;
+    const read = await this.readObjects(entries);
+    if (read === undefined || this.runner.isStopped) return;
+    if (read.problems.length > 0) {
+      this.fail(read.problems);
+      return;
+    }
+    // Compiled in slices too: 10,000 scopes take ~150 ms.
+    const compiled = await runInSlices(compileSnapshotSteps(read.objects), { sliceMs: this.options.sliceMs ?? DEFAULT_SLICE_MS, cancelled: () => this.runner.isStopped });
+    if (!compiled.ok || this.runner.isStopped) return;
+    const snapshot = compiled.value;
+    if (snapshot.generation === this.lastGeneration) return;
+    const built = await buildIndexInSlices(snapshot.lines, snapshot.generation, {
+      sliceMs: this.options.sliceMs,
+      cancelled: () => this.runner.isStopped,
+      expectedTokens: snapshot.tokenCount,
+    });
+    if (this.runner.isStopped) return;
+    if (!built.ok) {
+      this.fail([{ field: `scope ${built.error.line}`, message: built.error.message }]);
+      return;
+    }
+    this.loaded(built.value, snapshot.generation, started);
+  }
+
+  /** The directory's manifest files when their signature moved (or `forced`), else undefined; a read error is reported once. */
+  private async changedEntries(forced: boolean): Promise<Entry[] | undefined> {
     let entries: Entry[];
     try {
       entries = await this.list();
@@ -64,17 +93,23 @@ export class ScopesDirSource extends WatchedSource {
         this.lastSignature = signature;
         this.fail([{ message: `cannot read the directory: ${(e as Error).message}` }]);
       }
-      return;
+      return undefined;
     }
     const signature = entries.map((e) => e.signature).join('\n');
-    if (!forced && signature === this.lastSignature) return;
+    if (!forced && signature === this.lastSignature) return undefined;
     this.lastSignature = signature;
+    return entries;
+  }
 
+  /**
+   * Every ProtectedScope of the files, and every problem with them (any problem keeps the snapshot in service).
+   * Between requests: awaiting each file lets the event loop turn, and a file of many documents is validated a
+   * slice at a time (parsing one file's YAML is the one step that cannot be cut). Undefined once stopped.
+   */
+  private async readObjects(entries: readonly Entry[]): Promise<{ objects: ProtectedScope[]; problems: SourceProblem[] } | undefined> {
     const objects: ProtectedScope[] = [];
     const problems: SourceProblem[] = [];
     const names = new Map<string, string>();
-    // Between requests: awaiting each file lets the event loop turn, and a file of many documents is
-    // validated a slice at a time (parsing one file's YAML is the one step that cannot be cut).
     const clock = new SliceClock(this.options.sliceMs ?? DEFAULT_SLICE_MS);
     for (const entry of entries) {
       let text: string;
@@ -85,7 +120,7 @@ export class ScopesDirSource extends WatchedSource {
         continue;
       }
       clock.restart();
-      if (this.runner.isStopped) return;
+      if (this.runner.isStopped) return undefined;
       const docs = readManifestDocuments(text);
       if (!docs.ok) {
         for (const e of docs.error) problems.push({ file: entry.name, ...(e.field ? { field: e.field } : {}), message: e.message });
@@ -110,29 +145,8 @@ export class ScopesDirSource extends WatchedSource {
         }
       }
     }
-    if (this.runner.isStopped) return;
-    if (problems.length > 0) {
-      this.fail(problems);
-      return;
-    }
-    // Compiled in slices too: 10,000 scopes take ~150 ms.
-    const compiled = await runInSlices(compileSnapshotSteps(objects), { sliceMs: this.options.sliceMs ?? DEFAULT_SLICE_MS, cancelled: () => this.runner.isStopped });
-    if (!compiled.ok || this.runner.isStopped) return;
-    const snapshot = compiled.value;
-    if (snapshot.generation === this.lastGeneration) return;
-    const built = await buildIndexInSlices(snapshot.lines, snapshot.generation, {
-      sliceMs: this.options.sliceMs,
-      cancelled: () => this.runner.isStopped,
-      expectedTokens: snapshot.tokenCount,
-    });
-    if (this.runner.isStopped) return;
-    if (!built.ok) {
-      this.fail([{ field: `scope ${built.error.line}`, message: built.error.message }]);
-      return;
-    }
-    this.loaded(built.value, snapshot.generation, started);
+    return { objects, problems };
   }
-
 
   /** The manifest files, sorted, each with a signature that changes whenever its content may have. */
   private async list(): Promise<Entry[]> {
