@@ -137,23 +137,7 @@ export class AuthMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
-    const decisions: Counter<'endpoint' | 'outcome' | 'scope_kind'> = new Counter({
-      name: 'svc_auth_decisions_total',
-      help: 'Answers of the auth endpoints, by endpoint, outcome and kind of the governing scope.',
-      labelNames: ['endpoint', 'outcome', 'scope_kind'] as const,
-      registers,
-      collect: () => {
-        for (let i = 0; i < CELLS; i++) {
-          const delta = this.decisionCounts[i]! - this.decisionPushed[i]!;
-          if (delta === 0) continue;
-          this.decisionPushed[i] = this.decisionCounts[i]!;
-          const kind = i % SCOPE_KIND_LABELS.length;
-          const outcome = Math.floor(i / SCOPE_KIND_LABELS.length) % OUTCOMES.length;
-          const endpoint = Math.floor(i / (SCOPE_KIND_LABELS.length * OUTCOMES.length));
-          decisions.labels(ENDPOINTS[endpoint]!, OUTCOMES[outcome]!, SCOPE_KIND_LABELS[kind]!).inc(delta);
-        }
-      },
-    });
+    this.decisionsCounter(registers);
     this.jwtDecisions = new Counter({
       name: 'svc_auth_jwt_decisions_total',
       help: 'Decisions on JWT credentials (single sign-on), by outcome and, for a JWT that failed verification, the check that failed; svc_auth_decisions_total counts these too.',
@@ -194,6 +178,39 @@ export class AuthMetrics {
       labelNames: ['generation'] as const,
       registers,
     });
+    this.snapshotAgeGauge(registers);
+    this.tokensExpiringGauge(registers);
+    this.scopes = new Gauge({ name: 'svc_auth_snapshot_scopes', help: 'Closed scopes in the snapshot in service.', registers });
+    this.tokens = new Gauge({ name: 'svc_auth_snapshot_tokens', help: 'Token records in the snapshot in service.', registers });
+    this.loadSeconds = new Gauge({ name: 'svc_auth_snapshot_load_seconds', help: 'Wall time the last successful reload took (read, verify, build).', registers });
+    this.logDropsCounter(registers);
+    this.ready = new Gauge({ name: 'svc_auth_ready', help: '1 once a snapshot is loaded (and not draining), else 0.', registers });
+    this.ready.set(0);
+  }
+
+  /** svc_auth_decisions_total, pushed from the per-request arrays at scrape time. */
+  private decisionsCounter(registers: Registry[]): void {
+    const decisions: Counter<'endpoint' | 'outcome' | 'scope_kind'> = new Counter({
+      name: 'svc_auth_decisions_total',
+      help: 'Answers of the auth endpoints, by endpoint, outcome and kind of the governing scope.',
+      labelNames: ['endpoint', 'outcome', 'scope_kind'] as const,
+      registers,
+      collect: () => {
+        for (let i = 0; i < CELLS; i++) {
+          const delta = this.decisionCounts[i]! - this.decisionPushed[i]!;
+          if (delta === 0) continue;
+          this.decisionPushed[i] = this.decisionCounts[i]!;
+          const kind = i % SCOPE_KIND_LABELS.length;
+          const outcome = Math.floor(i / SCOPE_KIND_LABELS.length) % OUTCOMES.length;
+          const endpoint = Math.floor(i / (SCOPE_KIND_LABELS.length * OUTCOMES.length));
+          decisions.labels(ENDPOINTS[endpoint]!, OUTCOMES[outcome]!, SCOPE_KIND_LABELS[kind]!).inc(delta);
+        }
+      },
+    });
+  }
+
+  /** svc_auth_snapshot_age_seconds, computed at scrape time. */
+  private snapshotAgeGauge(registers: Registry[]): void {
     const age: Gauge = new Gauge({
       name: 'svc_auth_snapshot_age_seconds',
       help: 'Seconds since the snapshot in service was loaded (swapped in).',
@@ -203,6 +220,10 @@ export class AuthMetrics {
         else age.set((Date.now() - this.loadedAt) / 1000);
       },
     });
+  }
+
+  /** svc_auth_tokens_expiring{within}: from the expiries of the snapshot in service, sorted once per snapshot. */
+  private tokensExpiringGauge(registers: Registry[]): void {
     const expiring: Gauge<'within'> = new Gauge({
       name: 'svc_auth_tokens_expiring',
       help: 'Token records in the snapshot in service that are still valid and expire within the window (1h, 24h, 7d, 30d).',
@@ -226,9 +247,10 @@ export class AuthMetrics {
         for (const [label, seconds] of EXPIRY_WINDOWS) expiring.labels(label).set(countUpTo(this.expiries, now + seconds * 1000) - expired);
       },
     });
-    this.scopes = new Gauge({ name: 'svc_auth_snapshot_scopes', help: 'Closed scopes in the snapshot in service.', registers });
-    this.tokens = new Gauge({ name: 'svc_auth_snapshot_tokens', help: 'Token records in the snapshot in service.', registers });
-    this.loadSeconds = new Gauge({ name: 'svc_auth_snapshot_load_seconds', help: 'Wall time the last successful reload took (read, verify, build).', registers });
+  }
+
+  /** svc_auth_log_lines_dropped_total, from the logger's sink at scrape time. */
+  private logDropsCounter(registers: Registry[]): void {
     let dropsPushed = 0;
     const drops: Counter = new Counter({
       name: 'svc_auth_log_lines_dropped_total',
@@ -240,8 +262,6 @@ export class AuthMetrics {
         dropsPushed = Math.max(dropsPushed, now);
       },
     });
-    this.ready = new Gauge({ name: 'svc_auth_ready', help: '1 once a snapshot is loaded (and not draining), else 0.', registers });
-    this.ready.set(0);
   }
 
   /** The per-request part: two array increments and a bucket search. */
