@@ -174,15 +174,7 @@ export class LeaderElector {
     const durationSeconds = Math.ceil(this.leaseDurationMs / 1000);
     const current = await this.client.get();
     if (!current) {
-      try {
-        this.observed = await this.client.create({ holderIdentity: me, leaseDurationSeconds: durationSeconds, acquireTimeMs: nowMs, renewTimeMs: nowMs, leaseTransitions: 0 });
-        this.observedAtMs = nowMs;
-        this.noteLeader(me);
-        return true;
-      } catch (e) {
-        if (isConflict(e)) return false;
-        throw e;
-      }
+      return this.write(nowMs, () => this.client.create({ holderIdentity: me, leaseDurationSeconds: durationSeconds, acquireTimeMs: nowMs, renewTimeMs: nowMs, leaseTransitions: 0 }));
     }
     if (!this.observed || !sameRecord(this.observed, current)) {
       this.observed = current;
@@ -193,22 +185,29 @@ export class LeaderElector {
     const heldMs = (current.leaseDurationSeconds ?? durationSeconds) * 1000;
     if (holder !== undefined && holder !== me && this.observedAtMs + heldMs > nowMs) return false;
     const mine = holder === me;
-    try {
-      this.observed = await this.client.update({
+    return this.write(nowMs, () =>
+      this.client.update({
         holderIdentity: me,
         leaseDurationSeconds: durationSeconds,
         acquireTimeMs: mine ? (current.acquireTimeMs ?? nowMs) : nowMs,
         renewTimeMs: nowMs,
         leaseTransitions: (current.leaseTransitions ?? 0) + (mine ? 0 : 1),
         resourceVersion: current.resourceVersion,
-      });
-      this.observedAtMs = nowMs;
-      this.noteLeader(me);
-      return true;
+      }),
+    );
+  }
+
+  /** Creates or updates the Lease as ours: true when it is, false when another candidate won the race (a conflict). */
+  private async write(nowMs: number, write: () => Promise<LeaseRecord>): Promise<boolean> {
+    try {
+      this.observed = await write();
     } catch (e) {
       if (isConflict(e)) return false;
       throw e;
     }
+    this.observedAtMs = nowMs;
+    this.noteLeader(this.opts.identity);
+    return true;
   }
 }
 
