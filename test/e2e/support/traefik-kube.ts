@@ -195,7 +195,14 @@ function caFile(cp: ControlPlane): string {
   return cp.ca.cert;
 }
 
-function handle(p: Supervised, port: number, namespace: string, applied: string): TraefikKube {
+/** The started Traefik once it routes the example's host (stopped if it never does). */
+async function routed(p: Supervised, port: number, namespace: string, applied: string, host: string, opts: TraefikKubeOptions): Promise<TraefikKube> {
+  try {
+    await waitRouted(p, port, host, opts.probePath ?? '/oapi/', opts.routeTimeoutMs ?? 60_000);
+  } catch (e) {
+    await p.stop();
+    throw e;
+  }
   return { port, namespace, applied, stop: () => p.stop(), tail: (lines?: number) => p.tail(lines) };
 }
 
@@ -220,13 +227,7 @@ export async function startTraefikIngressNginx(dir: string, cp: ControlPlane, b:
       watchNamespace: namespace,
     },
   });
-  try {
-    await waitRouted(p, b.listen, host, opts.probePath ?? '/oapi/', opts.routeTimeoutMs ?? 60_000);
-  } catch (e) {
-    await p.stop();
-    throw e;
-  }
-  return handle(p, b.listen, namespace, applied);
+  return routed(p, b.listen, namespace, applied, host, opts);
 }
 
 /**
@@ -254,11 +255,5 @@ export async function startTraefikCrd(dir: string, cp: ControlPlane, b: KubeBack
       allowExternalNameServices: true,
     },
   });
-  try {
-    await waitRouted(p, b.listen, host, opts.probePath ?? '/oapi/', opts.routeTimeoutMs ?? 60_000);
-  } catch (e) {
-    await p.stop();
-    throw e;
-  }
-  return handle(p, b.listen, namespace, applied);
+  return routed(p, b.listen, namespace, applied, host, opts);
 }
