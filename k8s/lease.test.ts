@@ -5,6 +5,16 @@ import { sleep, poll as until } from '../test/support/wait.js';
 
 const timing = { leaseDurationMs: 300, renewDeadlineMs: 200, retryPeriodMs: 40 };
 
+/** A fresh Lease with candidate `a` already leading, and the log of leadership changes. */
+async function leading() {
+  const lease = new FakeLease();
+  const log: string[] = [];
+  const a = candidate(lease, 'a', log);
+  a.start();
+  await until(() => a.isLeader());
+  return { lease, log, a };
+}
+
 function candidate(lease: FakeLease, identity: string, log: string[]) {
   return new LeaderElector(lease.client(identity), {
     identity,
@@ -31,11 +41,7 @@ describe('LeaderElector', () => {
   });
 
   it('hands over after release on stop, without waiting for the lease to expire', async () => {
-    const lease = new FakeLease();
-    const log: string[] = [];
-    const a = candidate(lease, 'a', log);
-    a.start();
-    await until(() => a.isLeader());
+    const { lease, log, a } = await leading();
     const b = candidate(lease, 'b', log);
     b.start();
     await sleep(100);
@@ -50,11 +56,7 @@ describe('LeaderElector', () => {
   });
 
   it('takes over from a leader that stopped renewing only after the lease duration', async () => {
-    const lease = new FakeLease();
-    const log: string[] = [];
-    const a = candidate(lease, 'a', log);
-    a.start();
-    await until(() => a.isLeader());
+    const { lease, log, a } = await leading();
     const b = candidate(lease, 'b', log);
     b.start();
     await sleep(60);
@@ -74,11 +76,7 @@ describe('LeaderElector', () => {
   });
 
   it('keeps leading through a renewal failure shorter than the renew deadline', async () => {
-    const lease = new FakeLease();
-    const log: string[] = [];
-    const a = candidate(lease, 'a', log);
-    a.start();
-    await until(() => a.isLeader());
+    const { lease, log, a } = await leading();
     lease.failing.add('a');
     await sleep(80);
     lease.failing.delete('a');
