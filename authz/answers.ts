@@ -82,6 +82,9 @@ function answers(flavour: Flavour, cacheMaxAge: number) {
     cacheMaxAge,
     open: new PreparedAnswer(200, [CC, NO_STORE, ...allowCache, CL, '0']),
     granted: new GrantedAnswers(flavour, cacheMaxAge),
+    /** Identity grants by scope, user and group (sendGrantedIdentity), and how many users they hold. */
+    identities: new Map() as IdentityAnswers,
+    identityCount: { n: 0 },
     noTokenWaf: canned(flavour, 401, [WWW, WAF_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     noToken: canned(flavour, 401, [WWW, BEARER_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     invalidToken: canned(flavour, 401, [WWW, INVALID_TOKEN_CHALLENGE], 'Unauthorized', 'The token is unknown, expired or malformed.'),
@@ -104,15 +107,45 @@ export function sendGranted(res: HeadResponse, set: AnswerSet, scope: string, to
 
 /**
  * A grant to an identity (a verified JWT): the scope, the user and, when a group granted, the group, for the
- * proxy to pass on (`auth_request_set`, ForwardAuth's authResponseHeaders). Built per answer: identities are
- * many and the JWT path is dominated by verification anyway. Names go through headerValue (below).
+ * proxy to pass on (`auth_request_set`, ForwardAuth's authResponseHeaders). Names go through headerValue
+ * (below). Prepared on first use and kept like token grants: a session's JWT comes back request after
+ * request, and rendering an answer each time cost as much as the rest of its decision.
  */
 export function sendGrantedIdentity(res: HeadResponse, set: AnswerSet, scope: string, user: string, group: string | undefined, expiresAtMs: number, nowMs: number): void {
+  // As for tokens: an nginx cache keeps the allow at most cacheMaxAge, never beyond the JWT's exp.
+  const accel = set.flavour === 'nginx' ? Math.min(set.cacheMaxAge, Math.max(0, Math.floor((expiresAtMs - nowMs) / 1000))) : -1;
+  // Looked up by the names themselves, level by level: they are the same strings request after request (the
+  // index's scope keys, the verifier's cached identity), whose hashes V8 keeps, where a joined key is new each time.
+  const byUser = set.identities.get(scope);
+  const kept = byUser?.get(user)?.get(group ?? '');
+  if (kept !== undefined && kept.accel === accel) return sendAnswer(res, kept.answer);
   const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-User', headerValue(user)];
   if (group !== undefined) headers.push('X-Auth-Request-Group', headerValue(group));
-  // As for tokens: an nginx cache keeps the allow at most cacheMaxAge, never beyond the JWT's exp.
-  if (set.flavour === 'nginx') headers.push(ACCEL, String(Math.min(set.cacheMaxAge, Math.max(0, Math.floor((expiresAtMs - nowMs) / 1000)))));
-  sendAnswer(res, new PreparedAnswer(200, headers));
+  if (accel >= 0) headers.push(ACCEL, String(accel));
+  const answer = new PreparedAnswer(200, headers);
+  keepIdentityAnswer(set, scope, user, group ?? '', { accel, answer });
+  sendAnswer(res, answer);
+}
+
+type KeptAnswer = { readonly accel: number; readonly answer: PreparedAnswer };
+export type IdentityAnswers = Map<string, Map<string, Map<string, KeptAnswer>>>;
+
+/** Keeps a prepared identity grant; past MAX_GRANTED_ANSWERS identities the cache starts over. */
+function keepIdentityAnswer(set: AnswerSet, scope: string, user: string, group: string, kept: KeptAnswer): void {
+  const byScope = set.identities;
+  let byUser = byScope.get(scope);
+  if (byUser === undefined) byScope.set(scope, (byUser = new Map()));
+  let byGroup = byUser.get(user);
+  if (byGroup === undefined) {
+    if (set.identityCount.n >= MAX_GRANTED_ANSWERS) {
+      byScope.clear();
+      set.identityCount.n = 0;
+      return keepIdentityAnswer(set, scope, user, group, kept);
+    }
+    set.identityCount.n++;
+    byUser.set(user, (byGroup = new Map()));
+  }
+  byGroup.set(group, kept);
 }
 
 /** Printable ASCII without `%`: sent as it is. */

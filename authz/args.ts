@@ -3,7 +3,8 @@ import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { AccessConfig } from '../core/index.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
-import { checkOidcOptions, type OidcOptions } from './oidc.js';
+import { issuersFromFlags, parseAuthenticationConfiguration, type IssuerConfig } from './oidc-config.js';
+import type { OidcOptions } from './oidc.js';
 import { accessConfig, parseHostPort, UsageError, type HostPort } from './options.js';
 
 export type SourceConfig =
@@ -84,8 +85,12 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     .option('--open-paths-by-default', 'process execution and stations writes are open until a path scope has a token (default: closed until one grants them)')
     .option('--oidc-issuer <url>', 'an OpenID provider whose JWTs grant as identities (spec.subjects); repeatable; https, or http on loopback', collect, [])
     .option('--oidc-audience <aud>', 'the audience (client id) a JWT must carry; required with --oidc-issuer; repeatable', collect, [])
-    .option('--oidc-username-claim <claim>', 'the claim that spec.subjects User names match', 'sub')
-    .option('--oidc-groups-claim <claim>', 'the claim whose entries spec.subjects Group names match', 'groups')
+    .option('--oidc-username-claim <claim>', 'the claim that, with its prefix, spec.subjects User names match', 'sub')
+    .option('--oidc-username-prefix <prefix>', 'prefix of usernames, as kube-apiserver\'s flag: default the issuer URL and "#" unless the claim is email; "-" for none')
+    .option('--oidc-groups-claim <claim>', 'the claim whose entries, with their prefix, spec.subjects Group names match; "" for none', 'groups')
+    .option('--oidc-groups-prefix <prefix>', 'prefix of group names (default none, as kube-apiserver)')
+    .option('--oidc-required-claim <claim=value>', 'a claim every JWT must carry with this value; repeatable', collect, [])
+    .option('--authentication-config <file>', "kube-apiserver's AuthenticationConfiguration (its jwt issuers), instead of the --oidc-* flags")
     .option('--oidc-ca-file <file>', "a PEM CA bundle for the providers' TLS (besides the system's)")
     .option('--refusal-log-sample <lines>', 'refusals logged one line each per minute at info; every refusal is counted in "requests refused" lines', '20')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
@@ -121,9 +126,14 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     oidcIssuer: string[];
     oidcAudience: string[];
     oidcUsernameClaim: string;
+    oidcUsernamePrefix?: string;
     oidcGroupsClaim: string;
+    oidcGroupsPrefix?: string;
+    oidcRequiredClaim: string[];
     oidcCaFile?: string;
+    authenticationConfig?: string;
   }>();
+  const given = (name: string): boolean => program.getOptionValueSource(name) === 'cli';
   try {
     if ([o.scopesDir, o.snapshotFile, o.snapshotConfigmap].filter((v) => v !== undefined).length !== 1) {
       throw new UsageError('give exactly one snapshot source: --scopes-dir DIR (a directory of ProtectedScope manifests), --snapshot-file FILE (a compiled snapshot) or --snapshot-configmap NAME (the ConfigMaps svc-operator writes)');
@@ -162,11 +172,8 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     if (!/^\d{1,7}$/.test(o.refusalLogSample)) {
       throw new UsageError(`--refusal-log-sample ${JSON.stringify(o.refusalLogSample)}: give a whole number of lines per minute, e.g. 20 (0: only the per-minute sums)`);
     }
-    const oidc: OidcOptions = {
-      issuers: o.oidcIssuer, audiences: o.oidcAudience, usernameClaim: o.oidcUsernameClaim, groupsClaim: o.oidcGroupsClaim,
-      ...(o.oidcCaFile !== undefined ? { caFile: resolve(o.oidcCaFile) } : {}),
-    };
-    checkOidcOptions(oidc);
+    const oidc: OidcOptions = { issuers: oidcIssuers(o, given), ...(o.oidcCaFile !== undefined ? { caFile: resolve(o.oidcCaFile) } : {}) };
+    if (oidc.caFile !== undefined && oidc.issuers.length === 0) throw new UsageError('--oidc-ca-file needs --oidc-issuer or --authentication-config');
     if (oidc.caFile !== undefined && !isReadableFile(oidc.caFile)) throw new UsageError(`--oidc-ca-file ${o.oidcCaFile}: no such file`);
     return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample), oidc };
   } catch (e) {
@@ -174,4 +181,28 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     io.err(`svc-auth: ${e.message}\n${HINT}\n`);
     return { exit: 2 };
   }
+}
+
+const OIDC_FLAGS = ['oidcIssuer', 'oidcAudience', 'oidcUsernameClaim', 'oidcUsernamePrefix', 'oidcGroupsClaim', 'oidcGroupsPrefix', 'oidcRequiredClaim'];
+
+/** The trusted issuers: from kube-apiserver's AuthenticationConfiguration file, or from the --oidc-* flags (as kube-apiserver, not both). */
+function oidcIssuers(
+  o: { oidcIssuer: string[]; oidcAudience: string[]; oidcUsernameClaim: string; oidcUsernamePrefix?: string; oidcGroupsClaim: string; oidcGroupsPrefix?: string; oidcRequiredClaim: string[]; authenticationConfig?: string },
+  given: (name: string) => boolean,
+): IssuerConfig[] {
+  if (o.authenticationConfig === undefined) {
+    return issuersFromFlags({
+      issuers: o.oidcIssuer, audiences: o.oidcAudience, usernameClaim: o.oidcUsernameClaim, groupsClaim: o.oidcGroupsClaim, requiredClaims: o.oidcRequiredClaim,
+      ...(o.oidcUsernamePrefix !== undefined ? { usernamePrefix: o.oidcUsernamePrefix } : {}),
+      ...(o.oidcGroupsPrefix !== undefined ? { groupsPrefix: o.oidcGroupsPrefix } : {}),
+    });
+  }
+  if (OIDC_FLAGS.some(given)) throw new UsageError('--authentication-config and the --oidc-* flags (but --oidc-ca-file) are exclusive, as in kube-apiserver');
+  let text: string;
+  try {
+    text = readFileSync(resolve(o.authenticationConfig), 'utf8');
+  } catch {
+    throw new UsageError(`--authentication-config ${o.authenticationConfig}: cannot read the file`);
+  }
+  return parseAuthenticationConfiguration(text, o.authenticationConfig);
 }

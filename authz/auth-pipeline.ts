@@ -10,6 +10,8 @@ import type { OidcVerifier } from './oidc.js';
 import { DecisionLog } from './decision-log.js';
 import type { Refusal, Refusals } from './refusals.js';
 import type { TokenUsage } from './token-usage.js';
+import { checkImported } from './imported-check.js';
+import type { ImportedTokens } from './imported-tokens.js';
 import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
 import { ContractHeaders, contractFor, type Contract, type LikelyProxy, type Reading } from './endpoints/index.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
@@ -36,6 +38,8 @@ export interface AuthContext {
   readonly refusals: Refusals;
   /** The OpenID verifier when issuers are configured; `access.oidcIssuers` names the same issuers. */
   readonly oidc?: OidcVerifier;
+  /** Verifies tokens imported from wis2box-auth (PBKDF2), bounded and remembered; absent: they never grant. */
+  readonly imported?: ImportedTokens;
 }
 
 function kindOf(governing: readonly Scope[]): ScopeKindLabel {
@@ -73,7 +77,7 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
         return 'none';
       case 'granted':
         sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, now);
-        usage.record(d.scopeKey, d.tokenId, now);
+        usage.record(d.scopeKey, d.tokenId, now, d.imported === true);
         return d.scope.kind;
       case 'granted-identity':
         sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.expiresAt, now);
@@ -186,7 +190,15 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
           return true;
         }
         decision = first.decision;
+        const imported = ctx.imported && checkImported(ctx.imported, () => state.index, access, reading!, decision, index, now);
+        if (imported instanceof Promise) {
+          void importedThenAnswer(endpoint, set, res, reading!, imported, started);
+          return true;
+        }
+        if (imported) decision = imported;
         outcome = outcomeOf(decision);
+        // A JWT decided in this pass (verified before: the verifier's cache) is a JWT decision all the same.
+        if (isKnownJwtDecision(decision)) metrics.jwtDecision(outcome);
         kind = answer(res, set, decision, now);
       }
     } catch (e) {
@@ -212,6 +224,27 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     } catch {
       // The answer is out; bookkeeping must never take the server down.
     }
+  }
+
+  /** An imported token being verified off the event loop: no free slot (null) is refused as unavailable, never granted. */
+  async function importedThenAnswer(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, o: Described, pending: Promise<Decision | null>, started: number): Promise<void> {
+    let outcome: AnswerOutcome = 'error';
+    let kind: ScopeKindLabel = 'none';
+    let decision: Decision | null;
+    try {
+      decision = await pending;
+      if (decision === null) {
+        outcome = 'unavailable';
+        sendAnswer(res, set.unavailable);
+      } else {
+        outcome = outcomeOf(decision);
+        kind = answer(res, set, decision, Date.now());
+      }
+    } catch (e) {
+      decision = null;
+      denyOnError(endpoint, set, res, e);
+    }
+    finish(endpoint, started, outcome, kind, o, decision);
   }
 
   /**
@@ -246,6 +279,11 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
     finish(endpoint, started, outcome, kind, o, decision);
   }
+}
+
+/** A decision on an identity (a JWT of the verifier's cache): granted, not granted, or expired since. */
+function isKnownJwtDecision(d: Decision): boolean {
+  return d.outcome === 'granted-identity' || (d.outcome === 'insufficient-scope' && d.issuer !== undefined) || (d.outcome === 'invalid-token' && d.why === 'jwt');
 }
 
 /** The metric and log outcome of a decision: an identity's grant is a grant. */

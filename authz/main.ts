@@ -70,7 +70,8 @@ async function main(): Promise<void> {
       apiPrefix: `/${parsed.access.apiPrefix.join('/')}`,
       tokenQueryParam: parsed.access.tokenParam,
       openPathsByDefault: parsed.access.openPathsByDefault === true,
-      ...(parsed.oidc.issuers.length > 0 ? { oidcIssuers: parsed.oidc.issuers, oidcAudiences: parsed.oidc.audiences, oidcUsernameClaim: parsed.oidc.usernameClaim, oidcGroupsClaim: parsed.oidc.groupsClaim } : {}),
+      // Each issuer with the prefixes its names get: what spec.subjects must spell.
+      ...(parsed.oidc.issuers.length > 0 ? { oidcIssuers: parsed.oidc.issuers.map((i) => ({ issuer: i.url, audiences: i.audiences, username: i.username, groups: i.groups ?? null })) } : {}),
     },
     'svc-auth listening',
   );

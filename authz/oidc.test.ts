@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -9,7 +9,8 @@ import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { pino } from 'pino';
 import { buildIndex, compileSnapshot, DEFAULT_CONFIG, newProtectedScope, type AccessIndex } from '../core/index.js';
-import { checkOidcOptions, OidcVerifier, type OidcOptions } from './oidc.js';
+import { OidcVerifier, type OidcOptions } from './oidc.js';
+import { issuersFromFlags, type OidcFlags } from './oidc-config.js';
 import { createPki } from '../test/controlplane/pki.js';
 import { startServer, type RunningServer } from './server.js';
 import type { SnapshotSink, SnapshotSource } from './sources/source.js';
@@ -37,6 +38,9 @@ class Provider {
   keys: Key[] = [];
   jwksRequests = 0;
   up = true;
+  /** The JWKS one byte every `trickleMs` (a provider that never finishes), or whole after `delayMs`. */
+  trickleMs = 0;
+  delayMs = 0;
   private server!: Server;
   issuer = '';
 
@@ -52,7 +56,9 @@ class Provider {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: this.issuer, jwks_uri: `${this.issuer}/keys` }));
       } else if (req.url === '/keys') {
         this.jwksRequests++;
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: this.keys.map((k) => k.jwk) }));
+        const body = JSON.stringify({ keys: this.keys.map((k) => k.jwk) });
+        if (this.trickleMs > 0) return trickle(res, body, this.trickleMs);
+        setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(body), this.delayMs);
       } else res.writeHead(404).end();
     };
     this.server = this.tls ? createHttpsServer({ cert: readFileSync(this.tls.cert), key: readFileSync(this.tls.key) }, handler) : createServer(handler);
@@ -61,13 +67,16 @@ class Provider {
   }
 
   stop(): Promise<void> {
-    return new Promise((r) => this.server.close(() => r()));
+    const closed = new Promise<void>((r) => this.server.close(() => r()));
+    this.server.closeAllConnections();
+    return closed;
   }
 
-  sign(key: Key, claims: Record<string, unknown> = {}, opts: { aud?: string; iss?: string; exp?: number; iat?: number; alg?: string } = {}): Promise<string> {
+  sign(key: Key, claims: Record<string, unknown> = {}, opts: { aud?: string; iss?: string; exp?: number; iat?: number; alg?: string; noKid?: boolean } = {}): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
+    const alg = opts.alg ?? (key.jwk.alg as string);
     return new SignJWT({ sub: 'alice', groups: ['ops', 'staff'], ...claims })
-      .setProtectedHeader({ alg: opts.alg ?? (key.jwk.alg as string), kid: key.kid })
+      .setProtectedHeader(opts.noKid ? { alg } : { alg, kid: key.kid })
       .setIssuer(opts.iss ?? this.issuer)
       .setAudience(opts.aud ?? AUD)
       .setIssuedAt(opts.iat ?? now)
@@ -76,7 +85,17 @@ class Provider {
   }
 }
 
-const options = (issuer: string, extra: Partial<OidcOptions> = {}): OidcOptions => ({ issuers: [issuer], audiences: [AUD], usernameClaim: 'sub', groupsClaim: 'groups', refreshIntervalMs: 0, ...extra });
+/** A byte of `body` every `ms` until the connection closes: an idle timeout never fires, the transfer never ends. */
+function trickle(res: import('node:http').ServerResponse, body: string, ms: number): void {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
+  let i = 0;
+  const t = setInterval(() => (i < body.length - 1 ? res.write(body[i++]!) : undefined), ms);
+  res.on('close', () => clearInterval(t));
+}
+
+/** The issuer as the flags configure it (kube-apiserver's defaults: `sub` usernames prefixed by the issuer URL and `#`). */
+const flags = (issuer: string, extra: Partial<OidcFlags> = {}): OidcFlags => ({ issuers: [issuer], audiences: [AUD], usernameClaim: 'sub', groupsClaim: 'groups', requiredClaims: [], ...extra });
+const options = (issuer: string, extra: Partial<OidcOptions> = {}, f: Partial<OidcFlags> = {}): OidcOptions => ({ issuers: issuersFromFlags(flags(issuer, f)), refreshIntervalMs: 0, ...extra });
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 
 describe('OidcVerifier', () => {
@@ -100,7 +119,7 @@ describe('OidcVerifier', () => {
 
   it('a valid JWT is an identity: issuer, username claim, groups claim, exp', async () => {
     const v = await verifier.verify(await idp.sign(k1), idp.issuer);
-    expect(v).toMatchObject({ ok: true, identity: { issuer: idp.issuer, user: 'alice', groups: ['ops', 'staff'] } });
+    expect(v).toMatchObject({ ok: true, identity: { issuer: idp.issuer, user: `${idp.issuer}#alice`, groups: ['ops', 'staff'] } });
     expect(fetches).toEqual([true]);
   });
 
@@ -205,28 +224,12 @@ describe('OidcVerifier: a provider with a private CA (--oidc-ca-file)', () => {
     expect(await untrusting.verify(jwt, idp.issuer)).toMatchObject({ ok: false, unavailable: true });
     const trusting = new OidcVerifier(options(idp.issuer, { caFile: pki.ca.cert }), { jwksFetch: () => undefined }, quiet);
     await trusting.start();
-    expect(await trusting.verify(jwt, idp.issuer)).toMatchObject({ ok: true, identity: { user: 'alice' } });
+    expect(await trusting.verify(jwt, idp.issuer)).toMatchObject({ ok: true, identity: { user: `${idp.issuer}#alice` } });
     expect(idp.jwksRequests).toBe(1);
     untrusting.stop();
     trusting.stop();
     await idp.stop();
     rmSync(dir, { recursive: true, force: true });
-  });
-});
-
-describe('checkOidcOptions', () => {
-  const o = (issuers: string[], audiences = [AUD]): OidcOptions => ({ issuers, audiences, usernameClaim: 'sub', groupsClaim: 'groups' });
-  it.each([
-    [o(['http://idp.example.org']), /use https/],
-    [o(['https://idp.example.org'], []), /needs --oidc-audience/],
-    [o(['not a url']), /not a URL/],
-    [o(['https://idp.example.org/?x=1']), /no query/],
-    [{ ...o([]), audiences: [AUD] }, /need --oidc-issuer/],
-  ])('%j is a usage error', (opts, message) => {
-    expect(() => checkOidcOptions(opts)).toThrow(message);
-  });
-  it.each([['https://idp.example.org/dex'], ['http://127.0.0.1:5556/dex'], ['http://localhost:5556'], ['http://[::1]:5556']])('%s is accepted', (issuer) => {
-    expect(() => checkOidcOptions(o([issuer]))).not.toThrow();
   });
 });
 
@@ -278,7 +281,7 @@ describe('svc-auth with --oidc-issuer', () => {
     k1 = await newKey('k1');
     idp.keys = [k1];
     const base = newProtectedScope({ kind: 'topic', value: 'origin.a.wis2.mw-met.data.core' }, 'core', undefined, []);
-    const s = compileSnapshot([{ ...base, spec: { ...base.spec, subjects: [{ kind: 'User', name: 'alice' }, { kind: 'Group', name: 'ops' }] } }]);
+    const s = compileSnapshot([{ ...base, spec: { ...base.spec, subjects: [{ kind: 'User', name: `${idp.issuer}#alice` }, { kind: 'Group', name: 'ops' }] } }]);
     const index = buildIndex(s.generation, s.lines);
     if (!index.ok) throw new Error(index.error);
     server = await startServer({
@@ -299,12 +302,12 @@ describe('svc-auth with --oidc-issuer', () => {
     const jwt = await idp.sign(k1, { groups: [] });
     const r = await ask(server.url, topicFile, `Bearer ${jwt}`);
     expect(r.status).toBe(200);
-    expect(r.headers['x-auth-request-user']).toBe('alice');
+    expect(r.headers['x-auth-request-user']).toBe(`${idp.issuer}#alice`);
     expect(r.headers['x-auth-request-group']).toBeUndefined();
     // The per-grant line at debug; at info, the grants summed per scope and identity.
-    expect(log.text).toMatch(/"level":"debug".*"outcome":"granted".*"issuer":"http:\/\/127\.0\.0\.1:\d+","user":"alice"/);
+    expect(log.text).toMatch(/"level":"debug".*"outcome":"granted".*"issuer":"(http:\/\/127\.0\.0\.1:\d+)","user":"\1#alice"/);
     await new Promise((r) => setTimeout(r, 250)); // one usage window (100 ms here)
-    expect(log.text).toMatch(/"level":30.*"scope":"topic:origin\.a\.wis2\.mw-met\.data\.core","issuer":"http:\/\/127\.0\.0\.1:\d+","user":"alice","granted":1.*"msg":"identities used"/);
+    expect(log.text).toMatch(/"level":30.*"scope":"topic:origin\.a\.wis2\.mw-met\.data\.core","issuer":"(http:\/\/127\.0\.0\.1:\d+)","user":"\1#alice","granted":1.*"msg":"identities used"/);
     expect(log.text).not.toContain(jwt);
     expect(log.text).not.toContain(jwt.split('.')[2]!);
   });
@@ -313,7 +316,7 @@ describe('svc-auth with --oidc-issuer', () => {
     const jwt = await idp.sign(k1, { sub: 'carol', groups: ['staff', 'ops'] });
     const r = await ask(server.url, `${topicFile}?token=${jwt}`);
     expect(r.status).toBe(200);
-    expect(r.headers['x-auth-request-user']).toBe('carol');
+    expect(r.headers['x-auth-request-user']).toBe(`${idp.issuer}#carol`);
     expect(r.headers['x-auth-request-group']).toBe('ops');
   });
 
@@ -338,5 +341,208 @@ describe('svc-auth with --oidc-issuer', () => {
     expect(text).toMatch(/svc_auth_jwt_decisions_total\{outcome="granted",failure=""\} [1-9]/);
     expect(text).toMatch(/svc_auth_jwt_decisions_total\{outcome="invalid-token",failure="ERR_JWT_EXPIRED"\} 1/);
     expect(text).toMatch(/svc_auth_oidc_jwks_fetches_total\{issuer="http:\/\/127\.0\.0\.1:\d+",result="ok"\} 1/);
+  });
+});
+
+// ---- the third attack round: each finding against a real provider on 127.0.0.1 ----
+
+const TOPIC_FILE = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/x.bufr4';
+/** Providers and servers of the test running, stopped after it whether it passed or not (a failure must not hang jest). */
+const running: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const stop of running.splice(0).reverse()) await stop().catch(() => undefined);
+});
+
+async function serveWith(subjects: { kind: 'User' | 'Group'; name: string }[], oidc: OidcOptions): Promise<RunningServer> {
+  const base = newProtectedScope({ kind: 'topic', value: 'origin.a.wis2.mw-met.data.core' }, 'core', undefined, []);
+  const s = compileSnapshot([{ ...base, spec: { ...base.spec, subjects } }]);
+  const index = buildIndex(s.generation, s.lines);
+  if (!index.ok) throw new Error(index.error);
+  const server = await startServer({
+    listen: { host: '127.0.0.1', port: 0 }, metricsListen: { host: '127.0.0.1', port: 0 }, access: DEFAULT_CONFIG,
+    source: new StaticSource(index.value), logger: quiet, oidc,
+  });
+  await server.firstLoad;
+  running.push(() => server.shutdown());
+  return server;
+}
+
+async function providerWith(...kids: string[]): Promise<{ idp: Provider; keys: Key[] }> {
+  const idp = new Provider();
+  await idp.start();
+  running.push(() => idp.stop());
+  const keys = await Promise.all(kids.map((k) => newKey(k)));
+  idp.keys = keys;
+  return { idp, keys };
+}
+
+describe('finding 1: subjects are per issuer (prefixed as kube-apiserver prefixes them)', () => {
+  it("B's alice does not get A's alice's grants, nor B's partners A's partners' (prefixes from the AuthenticationConfiguration)", async () => {
+    const a = await providerWith('ka');
+    const b = await providerWith('kb');
+    const { parseAuthenticationConfiguration } = await import('./oidc-config.js');
+    const file = ['apiVersion: apiserver.config.k8s.io/v1', 'kind: AuthenticationConfiguration', 'jwt:',
+      ...[[a.idp.issuer, 'a:'], [b.idp.issuer, 'b:']].flatMap(([url, p]) => [
+        `- issuer: {url: "${url}", audiences: [${AUD}]}`,
+        `  claimMappings: {username: {claim: sub, prefix: "${p}"}, groups: {claim: groups, prefix: "${p}"}}`,
+      ])].join('\n');
+    const server = await serveWith([{ kind: 'User', name: 'a:alice' }, { kind: 'Group', name: 'a:partners' }], { issuers: parseAuthenticationConfiguration(file, 'auth.yaml'), refreshIntervalMs: 0 });
+    try {
+      await new Promise((r) => setTimeout(r, 200)); // keys fetched at start
+      const ask1 = async (idp: Provider, key: Key, claims: Record<string, unknown>) => (await ask(server.url, TOPIC_FILE, `Bearer ${await idp.sign(key, claims)}`)).status;
+      expect(await ask1(a.idp, a.keys[0]!, { sub: 'alice', groups: [] })).toBe(200);
+      expect(await ask1(a.idp, a.keys[0]!, { sub: 'dave', groups: ['partners'] })).toBe(200);
+      expect(await ask1(b.idp, b.keys[0]!, { sub: 'alice', groups: [] })).toBe(403);
+      expect(await ask1(b.idp, b.keys[0]!, { sub: 'dave', groups: ['partners'] })).toBe(403);
+    } finally {
+      await server.shutdown();
+      await a.idp.stop();
+      await b.idp.stop();
+    }
+  });
+
+  it("with the flags, a sub is the issuer URL, '#' and the sub (kube-apiserver's default); '-' keeps the bare claim", async () => {
+    const { idp, keys } = await providerWith('k1');
+    const jwt = await idp.sign(keys[0]!);
+    for (const [prefix, user] of [[undefined, `${idp.issuer}#alice`], ['-', 'alice'], ['corp:', 'corp:alice']] as const) {
+      const v = new OidcVerifier(options(idp.issuer, {}, prefix === undefined ? {} : { usernamePrefix: prefix, groupsPrefix: 'corp:' }), { jwksFetch: () => undefined }, quiet);
+      await v.start();
+      expect(await v.verify(jwt, idp.issuer)).toMatchObject({ ok: true, identity: { user, groups: prefix === undefined ? ['ops', 'staff'] : ['corp:ops', 'corp:staff'] } });
+      v.stop();
+    }
+    await idp.stop();
+  });
+});
+
+describe('finding 2: email_verified with the email username claim', () => {
+  it('refuses email_verified false (or not a boolean true); accepts true, and its absence as kube-apiserver does', async () => {
+    const { idp, keys } = await providerWith('k1');
+    const v = new OidcVerifier(options(idp.issuer, {}, { usernameClaim: 'email' }), { jwksFetch: () => undefined }, quiet);
+    await v.start();
+    const email = 'alice@example.org';
+    expect(await v.verify(await idp.sign(keys[0]!, { email, email_verified: false }), idp.issuer)).toMatchObject({ ok: false, reason: 'email not verified' });
+    expect(await v.verify(await idp.sign(keys[0]!, { email, email_verified: 'true' }), idp.issuer)).toMatchObject({ ok: false, reason: 'email not verified' });
+    expect(await v.verify(await idp.sign(keys[0]!, { email, email_verified: true }), idp.issuer)).toMatchObject({ ok: true, identity: { user: email } });
+    expect(await v.verify(await idp.sign(keys[0]!, { email }), idp.issuer)).toMatchObject({ ok: true, identity: { user: email } });
+    v.stop();
+    await idp.stop();
+  });
+
+  it('through the server: an unverified email is 401, not a grant', async () => {
+    const { idp, keys } = await providerWith('k1');
+    const server = await serveWith([{ kind: 'User', name: 'alice@example.org' }], options(idp.issuer, {}, { usernameClaim: 'email' }));
+    try {
+      const r = await ask(server.url, TOPIC_FILE, `Bearer ${await idp.sign(keys[0]!, { email: 'alice@example.org', email_verified: false, groups: [] })}`);
+      expect(r.status).toBe(401);
+    } finally {
+      await server.shutdown();
+      await idp.stop();
+    }
+  });
+});
+
+describe('finding 4: a deadline on the whole key load, a bound on waiting requests, recovery', () => {
+  it('a provider trickling its JWKS a byte at a time: the load ends at the deadline, and the next one recovers', async () => {
+    const { idp, keys } = await providerWith('k1');
+    idp.trickleMs = 20; // never 5 s of silence: an idle timeout never fires
+    const v = new OidcVerifier(options(idp.issuer, { fetchTimeoutMs: 400, refetchCooldownMs: 0 }), { jwksFetch: () => undefined }, quiet);
+    const jwt = await idp.sign(keys[0]!);
+    const t0 = Date.now();
+    await v.start();
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(await v.verify(jwt, idp.issuer)).toMatchObject({ ok: false, unavailable: true });
+    idp.trickleMs = 0;
+    expect(await v.verify(jwt, idp.issuer)).toMatchObject({ ok: true });
+    v.stop();
+    await idp.stop();
+  });
+
+  it('at most maxWaiting requests wait for keys; the others are refused at once (through the server: unavailable)', async () => {
+    const { idp, keys } = await providerWith('k1');
+    idp.trickleMs = 50;
+    const server = await serveWith([{ kind: 'User', name: 'x' }], options(idp.issuer, { fetchTimeoutMs: 1500, maxWaiting: 4, refetchCooldownMs: 0 }));
+    try {
+      const jwt = await idp.sign(keys[0]!);
+      const t0 = Date.now();
+      const answers = await Promise.all(Array.from({ length: 12 }, () => ask(server.url, TOPIC_FILE, `Bearer ${jwt}`).then((r) => ({ status: r.status, ms: Date.now() - t0 }))));
+      expect(answers.map((a) => a.status)).toEqual(Array(12).fill(403)); // unavailable on the nginx endpoint
+      // 8 past the bound answered at once; the 4 waiting ones when the deadline cut the load.
+      expect(answers.filter((a) => a.ms < 500).length).toBeGreaterThanOrEqual(8);
+      expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(3000);
+    } finally {
+      await server.shutdown();
+      await idp.stop();
+    }
+  });
+});
+
+describe('finding 8: shutdown drains a JWT request waiting for a slow provider', () => {
+  it('a JWT request in flight at shutdown gets its answer (200), not a reset', async () => {
+    const { idp, keys } = await providerWith('k1');
+    idp.delayMs = 600;
+    const server = await serveWith([{ kind: 'User', name: `${idp.issuer}#alice` }], options(idp.issuer));
+    const pending = ask(server.url, TOPIC_FILE, `Bearer ${await idp.sign(keys[0]!)}`);
+    await new Promise((r) => setTimeout(r, 100)); // the request waits on the key load the start began
+    const closing = server.shutdown();
+    expect((await pending).status).toBe(200);
+    await closing;
+    await idp.stop();
+  });
+});
+
+describe('finding 9: several keys for one kid, or no kid', () => {
+  it('a genuine JWT verifies whichever of the candidate keys signed it', async () => {
+    const { idp, keys } = await providerWith('k1', 'k1');
+    const v = new OidcVerifier(options(idp.issuer), { jwksFetch: () => undefined }, quiet);
+    await v.start();
+    for (const key of keys) {
+      expect(await v.verify(await idp.sign(key, { sub: `by-${keys.indexOf(key)}` }), idp.issuer)).toMatchObject({ ok: true });
+      expect(await v.verify(await idp.sign(key, { sub: `no-kid-${keys.indexOf(key)}` }, { noKid: true }), idp.issuer)).toMatchObject({ ok: true });
+    }
+    // A forger's key under the same kid still fails: every candidate is tried, none verifies.
+    expect(await v.verify(await idp.sign(await newKey('k1'), { sub: 'forged' }), idp.issuer)).toMatchObject({ ok: false, reason: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' });
+    v.stop();
+    await idp.stop();
+  });
+});
+
+describe('finding 10: exp has the 30 s of skew the README promises', () => {
+  it('a JWT 10 s past exp is granted, on its first request and on its repeats', async () => {
+    const { idp, keys } = await providerWith('k1');
+    const server = await serveWith([{ kind: 'User', name: `${idp.issuer}#alice` }], options(idp.issuer));
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const jwt = await idp.sign(keys[0]!, {}, { exp: Math.floor(Date.now() / 1000) - 10 });
+      expect((await ask(server.url, TOPIC_FILE, `Bearer ${jwt}`)).status).toBe(200);
+      expect((await ask(server.url, TOPIC_FILE, `Bearer ${jwt}`)).status).toBe(200);
+    } finally {
+      await server.shutdown();
+      await idp.stop();
+    }
+  });
+});
+
+describe('JWT at token speed: a JWT verified before is decided in the same pass', () => {
+  it('decide answers a known JWT with a decision, never verify-jwt', async () => {
+    const { idp, keys } = await providerWith('k1');
+    const v = new OidcVerifier(options(idp.issuer), { jwksFetch: () => undefined }, quiet);
+    await v.start();
+    const base = newProtectedScope({ kind: 'topic', value: 'origin.a.wis2.mw-met.data.core' }, 'core', undefined, []);
+    const s = compileSnapshot([{ ...base, spec: { ...base.spec, subjects: [{ kind: 'Group', name: 'ops' }] } }]);
+    const index = buildIndex(s.generation, s.lines);
+    if (!index.ok) throw new Error(index.error);
+    const { decide } = await import('../core/index.js');
+    const config = { ...DEFAULT_CONFIG, oidcIssuers: v.issuers, knownJwt: v.known.bind(v) };
+    const jwt = await idp.sign(keys[0]!);
+    const req = { method: 'GET', target: TOPIC_FILE, authorization: `Bearer ${jwt}` };
+    expect(decide(index.value, config, req, Date.now()).outcome).toBe('verify-jwt');
+    expect((await v.verify(jwt, idp.issuer)).ok).toBe(true);
+    expect(decide(index.value, config, req, Date.now())).toMatchObject({ outcome: 'granted-identity', group: 'ops' });
+    // Found by its tail, used only when whole: another string ending the same way is not the verified JWT.
+    expect(v.known(`eyJmorged.${jwt.slice(-40)}`, 'bearer')).toBeUndefined();
+    // Not past its exp (with the skew), and not under a key set that no longer holds its key.
+    expect(decide(index.value, config, req, Date.now() + 3600_000).outcome).toBe('invalid-token');
+    v.stop();
+    await idp.stop();
   });
 });

@@ -35,3 +35,28 @@ describe('the public list of closed scopes', () => {
     expect(JSON.parse(renderProtectedList(more, DEFAULT_CONFIG).body).scopes).toEqual([{ kind: 'dataset', value: DATASET.value }, { kind: 'topic', value: TOPIC.value }]);
   });
 });
+
+describe('prefix and public path scopes in the public list', () => {
+  const DOWNLOADER: Scope = { kind: 'path', value: 'wis2downloader' };
+  const STATION_INFO: Scope = { kind: 'path', value: 'processes/station-info' };
+
+  function withPublic(): AccessIndex {
+    const objects = [newProtectedScope(DOWNLOADER, 'd', undefined, [record('w')]), newProtectedScope(STATION_INFO, 's', undefined, [])];
+    objects[1] = { ...objects[1]!, spec: { ...objects[1]!.spec, public: true } };
+    const snapshot = compileSnapshot(objects);
+    const index = buildIndex(snapshot.generation, snapshot.lines);
+    if (!index.ok) throw new Error(index.error);
+    return index.value;
+  }
+
+  it('lists a closed prefix path as a closed scope and a public process apart, never as closed', () => {
+    const body = JSON.parse(renderProtectedList(withPublic(), DEFAULT_CONFIG).body) as { scopes: unknown[]; public?: unknown[] };
+    expect(body.scopes).toEqual([{ kind: 'path', value: 'wis2downloader' }]);
+    expect(body.public).toEqual([{ kind: 'path', value: 'processes/station-info' }]);
+  });
+
+  it('a list without public scopes has no public field (its bytes and ETag as before)', () => {
+    const body = JSON.parse(renderProtectedList(indexOf([[DOWNLOADER, [record('w')]]]), DEFAULT_CONFIG).body) as Record<string, unknown>;
+    expect(Object.keys(body)).toEqual(['credentials', 'scopes', 'closedByDefault']);
+  });
+});

@@ -22,13 +22,20 @@ function* closedScopes(index: AccessIndex): Generator<IndexedScope> {
   };
   yield* walk(index.topics);
   yield* index.datasets.values();
-  yield* index.paths.values();
+  // Public path scopes are in the index (they open what paths closed by default would close): not closed.
+  for (const s of index.paths.values()) if (!s.public) yield s;
+}
+
+/** Public path scopes (read-only processes called without a token), listed apart: open for every method. */
+function publicScopes(index: AccessIndex): { kind: 'path'; value: string }[] {
+  return [...index.paths.values()].filter((s) => s.public).map((s) => ({ kind: 'path' as const, value: s.scope.value })).sort((a, b) => (a.value < b.value ? -1 : 1));
 }
 
 export function renderProtectedList(index: AccessIndex, config: AccessConfig): ProtectedList {
   const waf = `/${config.wafPrefix.join('/')}`;
   const api = `/${config.apiPrefix.join('/')}`;
   const scopes = [...closedScopes(index)].map((s) => ({ kind: s.scope.kind, value: s.scope.value })).sort((a, b) => (a.kind === b.kind ? (a.value < b.value ? -1 : 1) : a.kind < b.kind ? -1 : 1));
+  const open = publicScopes(index);
   const body = JSON.stringify({
     // OpenAPI security scheme objects, as WCMP2 links carry them (`security`).
     credentials: [
@@ -37,6 +44,8 @@ export function renderProtectedList(index: AccessIndex, config: AccessConfig): P
       { type: 'http', scheme: 'basic', description: `the token as the password (any user name), for files under ${waf}/` },
     ],
     scopes,
+    // Only when there are some, so a body without public scopes keeps its bytes (and ETag).
+    ...(open.length > 0 ? { public: open } : {}),
     closedByDefault: config.openPathsByDefault
       ? []
       : [

@@ -8,6 +8,7 @@ import { installFront, MAX_HEADERS_COUNT } from './http-front.js';
 import { answerSets } from './answers.js';
 import { contractFor } from './endpoints/index.js';
 import { OidcVerifier, type OidcOptions } from './oidc.js';
+import { DEFAULT_IMPORTED_TOKENS, ImportedTokens, type ImportedTokensOptions } from './imported-tokens.js';
 import { renderProtectedList, type ProtectedList } from './protected-list.js';
 import { Refusals } from './refusals.js';
 import { TokenUsage } from './token-usage.js';
@@ -32,6 +33,8 @@ export interface ServerOptions {
   readonly refusalSample?: number;
   /** Single sign-on: the OpenID providers whose JWTs are verified (off without issuers). */
   readonly oidc?: OidcOptions;
+  /** Bounds of imported (wis2box-auth) token verification; DEFAULT_IMPORTED_TOKENS when absent. */
+  readonly importedTokens?: ImportedTokensOptions;
 }
 
 export interface RunningServer {
@@ -122,8 +125,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const oidc = options.oidc && options.oidc.issuers.length > 0 ? new OidcVerifier(options.oidc, { jwksFetch: (i, ok) => metrics.jwksFetch(i, ok) }, logger) : undefined;
   // Keys are fetched in the background: svc-auth is ready without them (opaque tokens work; JWTs wait for keys).
   void oidc?.start();
-  const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers } : options.access;
-  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge: options.cacheMaxAge ?? 30, ...(oidc ? { oidc } : {}) });
+  const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers, knownJwt: oidc.known.bind(oidc) } : options.access;
+  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge: options.cacheMaxAge ?? 30, ...(oidc ? { oidc } : {}),
+    imported: new ImportedTokens(options.importedTokens ?? DEFAULT_IMPORTED_TOKENS) });
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!auth(req, res)) {
       if (state.draining) res.shouldKeepAlive = false;

@@ -16,6 +16,8 @@ interface Use {
   last: number;
   /** Set for an identity's grants (the key is then not a token id). */
   identity?: { readonly issuer: string; readonly user: string; readonly group: string | undefined };
+  /** The token is an imported wis2box-auth hash: the line says so, so it can be replaced partner by partner. */
+  imported?: true;
 }
 
 export class TokenUsage {
@@ -32,11 +34,11 @@ export class TokenUsage {
     }
   }
 
-  record(scopeKey: string, tokenId: string, now: number): void {
+  record(scopeKey: string, tokenId: string, now: number, imported = false): void {
     let byToken = this.window.get(scopeKey);
     if (byToken === undefined) this.window.set(scopeKey, (byToken = new Map()));
     const use = byToken.get(tokenId);
-    if (use === undefined) byToken.set(tokenId, { count: 1, first: now, last: now });
+    if (use === undefined) byToken.set(tokenId, imported ? { count: 1, first: now, last: now, imported: true } : { count: 1, first: now, last: now });
     else {
       use.count++;
       use.last = now;
@@ -66,7 +68,7 @@ export class TokenUsage {
         const when = { granted: use.count, first: new Date(use.first).toISOString(), last: new Date(use.last).toISOString() };
         const id = use.identity;
         if (id) this.logger.info({ scope, issuer: id.issuer, user: id.user, ...(id.group !== undefined ? { group: id.group } : {}), ...when }, 'identities used');
-        else this.logger.info({ scope, tokenId, ...when }, 'tokens used');
+        else this.logger.info({ scope, tokenId, ...(use.imported ? { imported: true } : {}), ...when }, 'tokens used');
       }
     }
   }

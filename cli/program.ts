@@ -95,7 +95,7 @@ const scopeOptions = (cmd: Command, what: string) =>
   cmd
     .option('--topic-hierarchy <topic>', `${what} a topic hierarchy (dotted, or slash form a/b/c)`)
     .option('--metadata-id <urn>', `${what} a dataset by metadata identifier (urn:...)`)
-    .option('--path <path>', `${what} a path: processes/<process-id-prefix> or collections/stations`);
+    .option('--path <path>', `${what} a path: processes/<process-id-prefix>, collections/stations, or any other path of the host (wis2downloader)`);
 
 const outputOption = (choices: readonly string[], fallback: string) =>
   new Option('-o, --output <format>', 'output format').choices(choices).default(fallback);
@@ -181,7 +181,7 @@ Examples:
       .argument('[token]', 'the token to check ("-" reads it from stdin); or --user'),
     'check',
   )
-    .option('--user <user>', 'check an identity instead of a token: its username claim')
+    .option('--user <user>', "check an identity instead of a token: its username as svc-auth names it (kube-apiserver's: https://issuer#sub by default, the bare email for email)")
     .option('--group <group>', "one of the identity's groups (repeat for each)", (v: string, prev: string[] = []) => [...prev, v])
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .action(run(async () => {
@@ -194,8 +194,8 @@ Examples:
     ['remove-subject', 'take an identity\'s grant back; the scope opens when no token, subject or closed: true is left', 'revoke'],
   ] as const) {
     scopeOptions(auth.command(verb).description(description), purpose)
-      .option('--user <user>', 'a user: matched against the username claim (--oidc-username-claim of svc-auth, default sub)')
-      .option('--group <group>', 'a group: matched against each entry of the groups claim (--oidc-groups-claim, default groups)')
+      .option('--user <user>', "a user, named as kube-apiserver names it: the issuer URL, # and the sub by default (https://login.example.org/dex#alice), the bare email with --oidc-username-claim email, or the configured prefix and the claim")
+      .option('--group <group>', 'a group: an entry of the groups claim, with the groups prefix when svc-auth configures one (none by default)')
       .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
       .action(run(async () => {
         const { addSubject, removeSubject } = await import('./commands/subjects.js');
@@ -223,6 +223,29 @@ Examples:
     .action(run(async () => {
       const { open } = await import('./commands/close.js');
       return (ctx, opts) => open(ctx, opts as Parameters<typeof open>[1]);
+    }));
+
+  scopeOptions(auth.command('public').description('declare a path scope public: every method open, even where paths are closed by default (--off takes it back)'), 'make public')
+    .option('--off', 'no longer public (a process goes back to closed by default)')
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .addHelpText('after', `
+Examples:
+  ${name} auth public --path processes/station-info         # wis2box-ui's station map calls it without a token
+  ${name} auth public --path processes/station-info --off`)
+    .action(run(async () => {
+      const { setPublic } = await import('./commands/public.js');
+      return (ctx, opts) => setPublic(ctx, opts as Parameters<typeof setPublic>[1]);
+    }));
+
+  auth
+    .command('import')
+    .description("import a wis2box-auth token store (its SQLite auth.db): one ProtectedScope per topic, each token's PBKDF2 hash kept as it is")
+    .argument('<file>', 'the wis2box-auth store (WIS2BOX_AUTH_STORE, /data/wis2box/auth.db by default)')
+    .option('--dry-run', 'say what would be imported, write nothing')
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .action(run(async () => {
+      const { importStore } = await import('./commands/import.js');
+      return (ctx, file: string, opts) => importStore(ctx, file, opts as Parameters<typeof importStore>[2]);
     }));
 
   scopeOptions(

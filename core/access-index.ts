@@ -1,4 +1,6 @@
-import { foldCase, scopeKey, scopeLevels, type Scope } from './scope.js';
+import { foldCase, isPrefixPath, scopeKey, scopeLevels, type Scope } from './scope.js';
+import { importedRecordsOf, type ImportedRecord } from './legacy-hash.js';
+import { isImportedHash, IMPORTED_HASH_PATTERN } from './token.js';
 import type { Subject } from './subject.js';
 import { parseScopeLine, type SnapshotScope, type SnapshotToken } from './snapshot.js';
 import { err, ok, type Result } from './result.js';
@@ -22,6 +24,13 @@ export interface IndexedScope {
   readonly byDefault?: true;
   /** The identities it grants (snapshot `subjects`); absent when it grants none, as for most scopes. */
   readonly subjects?: SubjectGrants;
+  /**
+   * A public path scope: when it is the most specific candidate, the request is open (every method). A case
+   * variant that is not public clears it on the merged entry (never more open).
+   */
+  readonly public?: true;
+  /** Its imported (wis2box-auth PBKDF2) records, which are not in the token table; absent when none. */
+  readonly imported?: readonly ImportedRecord[];
 }
 
 /** A scope's subjects as the decision looks them up: usernames and group names, exact strings. */
@@ -43,7 +52,11 @@ export function subjectGrants(subjects: readonly Subject[] | undefined, into?: S
 export function indexedScopeOf(s: SnapshotScope): IndexedScope {
   const scope: Scope = { kind: s.kind, value: s.value };
   const subjects = subjectGrants(s.subjects);
-  return { scope, key: scopeKey(scope), depth: scopeLevels(scope).length, ...(subjects ? { subjects } : {}) };
+  const imported = importedRecordsOf(s.tokens);
+  return {
+    scope, key: scopeKey(scope), depth: scopeLevels(scope).length, ...(subjects ? { subjects } : {}),
+    ...(s.public ? { public: true as const } : {}), ...(imported ? { imported } : {}),
+  };
 }
 
 interface TopicNode {
@@ -64,8 +77,13 @@ export interface AccessIndex {
   /** Topic scopes as a trie over levels, so a path's segment runs are matched without building strings. */
   readonly topics: ReadonlyMap<string, TopicNode>;
   readonly datasets: ReadonlyMap<string, IndexedScope>;
-  /** Path scopes keyed by their value (`collections/stations`, `processes/svc`). */
+  /** Path scopes keyed by their value (`collections/stations`, `processes/svc`, `wis2downloader`). */
   readonly paths: ReadonlyMap<string, IndexedScope>;
+  /**
+   * The prefix paths among them (isPrefixPath: `wis2downloader`) as a trie over `/` segments from the root, so a
+   * request's segments are matched without building strings. Absent in indexes built before prefix paths.
+   */
+  readonly prefixes?: ReadonlyMap<string, TopicNode>;
   /**
    * Every (token digest, scope, expiry) record: which governing scope holds a token, and whether another
    * scope does ("another scope's token" rather than "unknown"). Owners are the IndexedScope objects above.
@@ -87,7 +105,11 @@ export function expiryOf(t: SnapshotToken): number {
  */
 export function addScopeTokens(table: TokenTableBuilder<IndexedScope>, entry: IndexedScope, s: SnapshotScope): number {
   let added = 0;
-  for (const t of s.tokens) if (table.add(t.hash, entry, expiryOf(t), 'sha256:'.length)) added++;
+  for (const t of s.tokens) {
+    // Imported hashes are the entry's `imported` list (indexedScopeOf), checked apart from the table.
+    if (isImportedHash(t.hash)) continue;
+    if (table.add(t.hash, entry, expiryOf(t), 'sha256:'.length)) added++;
+  }
   return added;
 }
 
@@ -96,6 +118,7 @@ export class AccessIndexBuilder {
   private readonly topics = new Map<string, TopicNode>();
   private readonly datasets = new Map<string, IndexedScope>();
   private readonly paths = new Map<string, IndexedScope>();
+  private readonly prefixes = new Map<string, TopicNode>();
   private readonly tokens: TokenTableBuilder<IndexedScope>;
   private readonly seen = new Set<string>();
   private tokenCount = 0;
@@ -113,7 +136,8 @@ export class AccessIndexBuilder {
 
   add(s: SnapshotScope): Result<true> {
     // A bad hash must leave no trace (no record of half the scope's tokens), so all are checked first.
-    if (!s.tokens.every((t) => t.hash.startsWith('sha256:') && isDigestHex(t.hash, 'sha256:'.length))) return err(`${scopeKey(s)}: bad token hash`);
+    const good = (h: string) => (h.startsWith('sha256:') && isDigestHex(h, 'sha256:'.length)) || IMPORTED_HASH_PATTERN.test(h);
+    if (!s.tokens.every((t) => good(t.hash))) return err(`${scopeKey(s)}: bad token hash`);
     return this.addChecked(s);
   }
 
@@ -122,9 +146,9 @@ export class AccessIndexBuilder {
     if (this.seen.has(fresh.key)) return err(`${fresh.key} appears twice`);
     this.seen.add(fresh.key);
     const entry = this.place(s.kind, s.value, scopeLevels(fresh.scope), fresh);
-    // A case variant folded into an earlier entry: its subjects grant there too.
-    if (entry !== fresh && s.subjects?.length) (entry as { subjects?: SubjectGrants }).subjects = subjectGrants(s.subjects, entry.subjects);
-    this.tokenCount += addScopeTokens(this.tokens, entry, s);
+    // A case variant folded into an earlier entry: its subjects and imported records grant there too.
+    if (entry !== fresh) mergeInto(entry, fresh, s.subjects);
+    this.tokenCount += addScopeTokens(this.tokens, entry, s) + (fresh.imported?.length ?? 0);
     return ok(true);
   }
 
@@ -139,9 +163,14 @@ export class AccessIndexBuilder {
       const held = map.get(folded);
       if (held) return markMerged(held);
       map.set(folded, fresh);
+      if (kind === 'path' && isPrefixPath(value)) this.placeInTrie(this.prefixes, levels, fresh);
       return fresh;
     }
-    let children = this.topics;
+    return this.placeInTrie(this.topics, levels, fresh);
+  }
+
+  private placeInTrie(root: Map<string, TopicNode>, levels: readonly string[], fresh: IndexedScope): IndexedScope {
+    let children = root;
     let node: TopicNode | undefined;
     for (const level of levels) {
       const folded = foldCase(level);
@@ -165,9 +194,21 @@ export class AccessIndexBuilder {
       topics: this.topics,
       datasets: this.datasets,
       paths: this.paths,
+      ...(this.prefixes.size > 0 ? { prefixes: this.prefixes } : {}),
       tokens: this.tokens.build(),
     };
   }
+}
+
+/**
+ * Folds a case variant's grants into the entry that holds its key: subjects and imported records add up, and the
+ * entry stays public only if both are (a case variant is never more open than the scope it matches).
+ */
+function mergeInto(entry: IndexedScope, fresh: IndexedScope, subjects: readonly Subject[] | undefined): void {
+  const e = entry as { subjects?: SubjectGrants; imported?: readonly ImportedRecord[]; public?: true };
+  if (subjects?.length) e.subjects = subjectGrants(subjects, e.subjects);
+  if (fresh.imported) e.imported = [...(e.imported ?? []), ...fresh.imported];
+  if (!fresh.public) delete e.public;
 }
 
 /** The builder owns its entries until build(), so marking one in place is safe. */

@@ -8,7 +8,7 @@ import { extractCredential, type Credential, type TokenSource } from './credenti
 import { unverifiedIssuer } from './jwt-shape.js';
 import type { Identity } from './subject.js';
 import { normalizeTarget } from './normalize.js';
-import { foldCase, type Scope, type ScopeKind } from './scope.js';
+import { foldCase, isPrefixPath, type Scope, type ScopeKind } from './scope.js';
 import { hashTokenDigestInto, isPlausibleToken, MAX_TOKEN_LENGTH, tokenIdOfDigest } from './token.js';
 
 export type Area = 'waf' | 'api' | 'other';
@@ -29,6 +29,11 @@ export interface AccessConfig {
    * verify (decide answers `verify-jwt`), never a token to look up.
    */
   readonly oidcIssuers?: ReadonlySet<string>;
+  /**
+   * A JWT verified before (svc-auth's cache of verifications), or undefined: such a JWT is judged in the same
+   * pass as a token, synchronously, instead of answering `verify-jwt` and deciding a second time.
+   */
+  readonly knownJwt?: (jwt: string, source: TokenSource) => VerifiedJwt | undefined;
 }
 
 export interface AccessRequest {
@@ -93,6 +98,8 @@ export type Decision =
       readonly source: TokenSource;
       /** When the deciding token expires (ms since epoch; Infinity when never): bounds how long a proxy may cache the allow. */
       readonly expiresAt: number;
+      /** The token matched an imported (wis2box-auth) hash: svc-auth checks those apart (authz/imported-check.ts). */
+      readonly imported?: true;
     })
   | (Governed & {
       readonly outcome: 'granted-identity';
@@ -143,6 +150,8 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   if (scopes.length === 0) return { outcome: 'open', area, path };
   const credential = req.verified ?? extractCredential(target.query, req.authorization, config.tokenParam);
   if (config.oidcIssuers && !('ok' in credential) && credential.kind === 'token') {
+    const known = config.knownJwt?.(credential.token, credential.source);
+    if (known !== undefined) return judge(index, area, path, scopes, known, nowMs);
     const issuer = unverifiedIssuer(credential.token);
     if (issuer !== undefined && config.oidcIssuers.has(issuer)) {
       return { outcome: 'verify-jwt', area, governing: scopes.map((s) => s.scope), path, closedByDefault: isDefault(scopes), jwt: credential.token, issuer, source: credential.source };
@@ -168,11 +177,12 @@ function decideScopeWith(index: AccessIndex, scope: Scope, credential: Credentia
   if (scope.kind === 'topic') found.topicRuns(index, value.split('.'));
   else if (scope.kind === 'dataset') found.datasetPrefixes(index, value);
   else if (value.startsWith('processes/')) found.processPrefixes(index, value.slice('processes/'.length));
+  else if (isPrefixPath(value)) found.prefixRuns(index, value.split('/'));
   else found.add(index.paths.get(value));
-  // A path scope's own requests are writes (an execution, a stations write): closed by default.
-  if (scope.kind === 'path' && found.none && !openPathsByDefault) found.add(byDefault(value));
+  // A process or stations scope's own requests are writes (an execution, a stations write): closed by default.
+  if (scope.kind === 'path' && found.none && !openPathsByDefault && !isPrefixPath(value)) found.add(byDefault(value));
   const area: Area = scope.kind === 'path' ? 'api' : 'other';
-  const scopes = found.mostSpecific();
+  const scopes = withoutPublic(found.mostSpecific());
   if (scopes.length === 0) return { outcome: 'open', area, path: '' };
   return judge(index, area, '', scopes, credential, nowMs);
 }
@@ -233,9 +243,11 @@ function judgeIdentity(area: Area, path: string, governing: readonly Scope[], cl
   for (const entry of scopes) {
     const grants = entry.subjects;
     if (!grants) continue;
-    const granted = { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, source: v.source, expiresAt: v.expiresAt } as const;
-    if (grants.users.has(user)) return granted;
-    for (const group of groups) if (grants.groups.has(group)) return { ...granted, group };
+    // One decision object, built once the granting name is known: this runs on every repeat request of a session's JWT.
+    if (grants.users.has(user)) return { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, source: v.source, expiresAt: v.expiresAt };
+    for (const group of groups) {
+      if (grants.groups.has(group)) return { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, source: v.source, expiresAt: v.expiresAt, group };
+    }
   }
   return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, issuer, user };
 }
@@ -262,6 +274,8 @@ function foldSegments(segments: readonly string[]): readonly string[] {
 function governingFor(index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): { area: Area; scopes: readonly IndexedScope[] } {
   const found = new Candidates();
   let area: Area = 'other';
+  // Prefix path scopes (`wis2downloader`) govern their path and below wherever it is, every method.
+  found.prefixRuns(index, segments);
   if (startsWith(segments, config.wafPrefix)) {
     area = 'waf';
     // The segments after the prefix, read in place.
@@ -287,7 +301,13 @@ function governingFor(index: AccessIndex, config: AccessConfig, method: string |
       if (found.none && !config.openPathsByDefault) found.add(defaultProcessScope(id));
     }
   }
-  return { area, scopes: found.mostSpecific() };
+  return { area, scopes: withoutPublic(found.mostSpecific()) };
+}
+
+/** The most specific candidates less the public ones: a public scope that is most specific opens its requests. */
+function withoutPublic(scopes: readonly IndexedScope[]): readonly IndexedScope[] {
+  for (const s of scopes) if (s.public) return scopes.filter((x) => !x.public);
+  return scopes;
 }
 
 /**
@@ -331,6 +351,18 @@ class Candidates {
         if (i >= levels.length) break;
         node = node.children.get(levels[i]!);
       }
+    }
+  }
+
+  /** Prefix path scopes whose segments begin `segments` (segment-exact: `wis2downloader` does not cover `wis2downloaderx`). */
+  prefixRuns(index: AccessIndex, segments: readonly string[]): void {
+    const root = index.prefixes;
+    if (root === undefined || segments.length === 0) return;
+    let node: TopicNode | undefined = root.get(segments[0]!);
+    for (let i = 1; node; i++) {
+      this.add(node.scope);
+      if (i >= segments.length) break;
+      node = node.children.get(segments[i]!);
     }
   }
 

@@ -13,4 +13,5 @@ export * from './access-index.js';
 export * from './normalize.js';
 export * from './credentials.js';
 export * from './jwt-shape.js';
+export * from './legacy-hash.js';
 export * from './decide.js';

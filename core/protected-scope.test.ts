@@ -156,7 +156,7 @@ describe('each invalid case names its field', () => {
     expect(fields({ apiVersion: API_GROUP_VERSION, kind: KIND, metadata: { name: 'x' } })).toEqual(['spec']);
   });
   it('reports every problem at once', () => {
-    const errors = errorsOf({ apiVersion: 'x', kind: KIND, metadata: { name: 'ok' }, spec: { path: 'bad', tokens: [{ id: 'x', hash: 'y', createdAt: 'z' }] } });
+    const errors = errorsOf({ apiVersion: 'x', kind: KIND, metadata: { name: 'ok' }, spec: { path: 'bad path', tokens: [{ id: 'x', hash: 'y', createdAt: 'z' }] } });
     expect(errors.map((e) => e.field)).toEqual(['apiVersion', 'spec.path', 'spec.tokens[0].id', 'spec.tokens[0].hash', 'spec.tokens[0].createdAt']);
     expect(formatFieldErrors(errors)).toMatch(/^apiVersion: .*; spec\.path: .*; spec\.tokens\[0\]\.id: /);
   });

@@ -31,6 +31,11 @@ export type ProtectedScopeSpec = (
   readonly closed?: boolean;
   /** Identities of the OpenID provider granted access besides the tokens; any subject closes the scope. */
   readonly subjects?: readonly Subject[];
+  /**
+   * A path scope open for every method, even where paths are closed by default (wis2box's read-only processes
+   * that its UI calls without a token). A contradiction with tokens, subjects or `closed: true`: invalid together.
+   */
+  readonly public?: boolean;
 };
 
 export interface Condition {
@@ -98,6 +103,11 @@ export function closedByFlag(ps: ProtectedScope): boolean {
   return ps.spec.closed === true;
 }
 
+/** Whether the object declares its path scope public (every method open). */
+export function publicByFlag(ps: ProtectedScope): boolean {
+  return ps.spec.public === true;
+}
+
 export function tokensOf(ps: ProtectedScope): readonly TokenRecord[] {
   return ps.spec.tokens ?? [];
 }
@@ -130,7 +140,7 @@ export function isDateTime(v: unknown): v is string {
  * not load as a scope with no tokens, which would open it.
  */
 export const TOP_LEVEL_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec', 'status'] as const;
-export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens', 'closed', 'subjects'] as const;
+export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens', 'closed', 'subjects', 'public'] as const;
 /** Spec fields that must be stated: an empty token list is a statement, a missing one may be a typo. */
 export const REQUIRED_SPEC_FIELDS = ['tokens'] as const;
 export const TOKEN_FIELDS = ['id', 'hash', 'description', 'createdAt', 'expiresAt'] as const;
@@ -232,6 +242,7 @@ export function validateProtectedScope(obj: unknown): Result<ProtectedScope, Fie
   if (spec.closed !== undefined && typeof spec.closed !== 'boolean') fail('spec.closed', 'must be true or false');
   validateTokens(spec.tokens, fail);
   validateSubjects(spec.subjects, fail);
+  validatePublic(spec, fail);
   return errors.length > 0 ? err(errors) : ok(obj as unknown as ProtectedScope);
 }
 
@@ -262,8 +273,8 @@ function validateTokens(tokens: unknown, fail: (field: string, message: string) 
     const idOk = typeof t.id === 'string' && TOKEN_ID_PATTERN.test(t.id);
     const hashOk = typeof t.hash === 'string' && HASH_PATTERN.test(t.hash);
     if (!idOk) fail(`${at}.id`, 'must be 12 lowercase hex characters');
-    if (!hashOk) fail(`${at}.hash`, 'must be sha256:<64 lowercase hex>');
-    if (idOk && hashOk && t.id !== tokenIdOf(t.hash as TokenHash)) fail(`${at}.id`, 'must be the first 12 hex of hash');
+    if (!hashOk) fail(`${at}.hash`, 'must be sha256:<64 lowercase hex>, or pbkdf2-sha256:<iterations>:<salt hex>:<key hex> (imported)');
+    if (idOk && hashOk && t.id !== tokenIdOf(t.hash as TokenHash)) fail(`${at}.id`, 'must be the first 12 hex of hash (of its key, for an imported hash)');
     if (idOk) {
       if (seen.has(t.id as string)) fail(`${at}.id`, `duplicate token id ${t.id as string}`);
       seen.add(t.id as string);
@@ -274,6 +285,20 @@ function validateTokens(tokens: unknown, fail: (field: string, message: string) 
       fail(`${at}.description`, `must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters`);
     }
   });
+}
+
+/** `public: true` only on a path scope that nothing else closes (the CRD's CEL says the same). */
+function validatePublic(spec: Record<string, unknown>, fail: (field: string, message: string) => void): void {
+  if (spec.public === undefined) return;
+  if (typeof spec.public !== 'boolean') return fail('spec.public', 'must be true or false');
+  if (!spec.public) return;
+  if (spec.path === undefined) fail('spec.public', 'only a path scope can be public');
+  const contradictions = [
+    Array.isArray(spec.tokens) && spec.tokens.length > 0 ? 'tokens' : '',
+    Array.isArray(spec.subjects) && spec.subjects.length > 0 ? 'subjects' : '',
+    spec.closed === true ? 'closed: true' : '',
+  ].filter((c) => c !== '');
+  if (contradictions.length > 0) fail('spec.public', `a public scope cannot have ${contradictions.join(', ')} (it would be open and closed at once)`);
 }
 
 function validateSubjects(subjects: unknown, fail: (field: string, message: string) => void): void {

@@ -5,15 +5,21 @@
  * writes), by default until a token grants it, unless svc-auth runs with `--open-paths-by-default`.
  * The operator's status, its Events and the CLI all say it the same way.
  */
-import type { Scope } from './scope.js';
+import { isPrefixPath, type Scope } from './scope.js';
 
-export type ScopeState = { readonly state: 'Closed'; readonly by: 'tokens' | 'subjects' | 'flag' | 'default' } | { readonly state: 'Open' };
+/** `public` is set on an Open state when the scope is declared public (a path open for every method). */
+export type ScopeState = { readonly state: 'Closed'; readonly by: 'tokens' | 'subjects' | 'flag' | 'default' } | { readonly state: 'Open'; readonly public?: true };
 
-export function stateOf(scope: Scope, tokens: number, closedFlag: boolean, openPathsByDefault: boolean, subjects = 0): ScopeState {
+/**
+ * Prefix paths (`wis2downloader`) are open until their first token, like topics: only process execution and
+ * stations writes are closed by default. A public flag never opens what tokens, subjects or closed close.
+ */
+export function stateOf(scope: Scope, tokens: number, closedFlag: boolean, openPathsByDefault: boolean, subjects = 0, publicFlag = false): ScopeState {
   if (tokens > 0) return { state: 'Closed', by: 'tokens' };
   if (subjects > 0) return { state: 'Closed', by: 'subjects' };
   if (closedFlag) return { state: 'Closed', by: 'flag' };
-  if (scope.kind === 'path' && !openPathsByDefault) return { state: 'Closed', by: 'default' };
+  if (publicFlag && scope.kind === 'path') return { state: 'Open', public: true };
+  if (scope.kind === 'path' && !openPathsByDefault && !isPrefixPath(scope.value)) return { state: 'Closed', by: 'default' };
   return { state: 'Open' };
 }
 
@@ -23,6 +29,6 @@ export function stateOf(scope: Scope, tokens: number, closedFlag: boolean, openP
  */
 export function describeState(s: ScopeState, tokens: number, subjects = 0): string {
   const count = `${tokens} token${tokens === 1 ? '' : 's'}${subjects > 0 ? `, ${subjects} subject${subjects === 1 ? '' : 's'}` : ''}`;
-  if (s.state === 'Open') return `Open, ${count}`;
+  if (s.state === 'Open') return s.public ? 'Open, public (every method)' : `Open, ${count}`;
   return `Closed, ${count}${s.by === 'flag' ? ' (closed: true)' : s.by === 'default' ? ' (default)' : ''}`;
 }

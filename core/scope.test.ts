@@ -94,8 +94,8 @@ describe('dataset (metadata id) grammar: a URN of [A-Za-z0-9._~:-], starting wit
   });
 });
 
-describe('path grammar: collections/stations or processes/<process-id-prefix>', () => {
-  it.each(['collections/stations', 'processes/svc', 'processes/svc-synop2bufr', 'processes/svc_x', 'processes/a-b-c'])('accepts %j', (v) => {
+describe('path grammar: collections/stations, processes/<process-id-prefix>, or a prefix path of the host', () => {
+  it.each(['collections/stations', 'processes/svc', 'processes/svc-synop2bufr', 'processes/svc_x', 'processes/a-b-c', 'jobs/svc', 'wis2downloader', 'wis2downloader/sub.dir/x~y', 'a-b_c'])('accepts %j', (v) => {
     expect(valid('path', v)).toBe(true);
   });
   it.each([
@@ -112,7 +112,16 @@ describe('path grammar: collections/stations or processes/<process-id-prefix>', 
     '/processes/svc',
     'Collections/stations',
     'PROCESSES/svc',
-    'jobs/svc',
+    '.hidden',
+    'a/../b',
+    'a/./b',
+    'a//b',
+    'wis2downloader/',
+    'wis2 downloader',
+    'a;b',
+    'a%2fb',
+    'collections/x.y',
+    'Processes/a.b',
   ])('refuses %j', (v) => {
     expect(valid('path', v)).toBe(false);
   });

@@ -20,13 +20,26 @@ export const SCOPE_KINDS: readonly ScopeKind[] = ['topic', 'dataset', 'path'];
 // These patterns are repeated verbatim in crds/protectedscope.yaml; a test keeps the two equal.
 export const TOPIC_PATTERN = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 export const DATASET_PATTERN = /^urn:[A-Za-z0-9._~-]+(:[A-Za-z0-9._~-]+)*$/;
-export const PATH_PATTERN = /^(collections\/stations|processes\/[A-Za-z0-9_]+(-[A-Za-z0-9_]+)*)$/;
+// A path is the stations collection, a process-id prefix, or any other path of the host (`wis2downloader`,
+// `wis2downloader/subscriptions`): segments that do not start with a dot (so never `.` or `..`).
+export const PATH_PATTERN = /^(collections\/stations|processes\/[A-Za-z0-9_]+(-[A-Za-z0-9_]+)*|[A-Za-z0-9_~-][A-Za-z0-9._~-]*(\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*)$/;
+/**
+ * The first segments only the two special forms may use: `processes/a.b` or `collections/x` as a prefix path would
+ * compete with the process and collection rules for the same requests. Repeated in the CRD's CEL.
+ */
+const RESERVED_PATH = /^(processes|collections)(\/|$)/i;
+const SPECIAL_PATH = /^(collections\/stations|processes\/[A-Za-z0-9_]+(-[A-Za-z0-9_]+)*)$/;
+
+/** A path scope other than `collections/stations` and `processes/<p>`: it governs its path and below, every method. */
+export function isPrefixPath(value: string): boolean {
+  return !SPECIAL_PATH.test(value);
+}
 export const MAX_LENGTH = { topic: 512, dataset: 512, path: 256 } as const satisfies Record<ScopeKind, number>;
 
 const HINT: Record<ScopeKind, string> = {
   topic: 'a topic hierarchy is dot-separated levels of letters, digits, "_" and "-", e.g. origin.a.wis2.mw-met.data.core (the slash form origin/a/wis2/... is accepted too)',
   dataset: 'a metadata id is a URN of letters, digits and "._~-" parts separated by ":", e.g. urn:wmo:md:mw-met:surface-weather-observations',
-  path: 'a path is collections/stations or processes/<process-id-prefix>, e.g. processes/svc or processes/svc-synop2bufr',
+  path: 'a path is collections/stations, processes/<process-id-prefix> (e.g. processes/svc-synop2bufr), or any other path of the host without the leading "/" (e.g. wis2downloader): segments of letters, digits and "._~-", not starting with "."',
 };
 
 /** Parses what a person typed (CLI) or a manifest holds into a canonical scope; topics may use the slash form. */
@@ -35,6 +48,8 @@ export function parseScope(kind: ScopeKind, raw: string): Result<Scope> {
   if (kind === 'topic' && value.includes('/') && !value.includes('.')) {
     value = value.replace(/^\/+|\/+$/g, '').replaceAll('/', '.');
   }
+  // `--path /wis2downloader/` names the same path as `wis2downloader`.
+  if (kind === 'path') value = value.replace(/^\/+|\/+$/g, '');
   return checkScope({ kind, value });
 }
 
@@ -45,6 +60,9 @@ export function checkScope(scope: Scope): Result<Scope> {
   if (value.length === 0) return err(`empty ${describeKind(kind)}: ${HINT[kind]}`);
   if (value.length > MAX_LENGTH[kind]) return err(`${describeKind(kind)} is longer than ${MAX_LENGTH[kind]} characters`);
   if (!pattern.test(value)) return err(`invalid ${describeKind(kind)} ${JSON.stringify(value)}: ${HINT[kind]}`);
+  if (kind === 'path' && RESERVED_PATH.test(value) && !SPECIAL_PATH.test(value)) {
+    return err(`invalid path ${JSON.stringify(value)}: below processes/ only a process-id prefix (letters, digits, "_" and "-"), below collections/ only stations`);
+  }
   return ok({ kind, value });
 }
 
@@ -80,6 +98,7 @@ export function scopeLevels(scope: Scope): string[] {
     case 'dataset':
       return scope.value.split(':');
     case 'path': {
+      if (isPrefixPath(scope.value)) return scope.value.split('/');
       const [head, rest = ''] = splitOnce(scope.value, '/');
       return head === 'processes' ? [head, ...rest.split('-')] : [head, rest];
     }

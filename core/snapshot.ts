@@ -5,7 +5,7 @@
  * runs of whole lines, so they can be verified one by one and concatenated back into the same bytes.
  */
 import { createHash } from 'node:crypto';
-import { API_GROUP_VERSION, closedByFlag, isDateTime, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from './protected-scope.js';
+import { API_GROUP_VERSION, closedByFlag, isDateTime, publicByFlag, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from './protected-scope.js';
 import { checkSubject, compareSubjects, mergeSubjects, subjectKey, type Subject } from './subject.js';
 import { checkScope, compareScopes, compareStrings, scopeKey, SCOPE_KINDS, type Scope, type ScopeKind } from './scope.js';
 import { HASH_PATTERN, type TokenHash } from './token.js';
@@ -22,6 +22,8 @@ export interface SnapshotScope extends Scope {
   readonly closed?: true;
   /** Identities granted besides the tokens, sorted users first (absent when none: the line keeps its old bytes). */
   readonly subjects?: readonly Subject[];
+  /** A public path scope: every method open, even where paths are closed by default. Never with tokens, subjects or closed. */
+  readonly public?: true;
 }
 
 export interface Snapshot {
@@ -106,7 +108,11 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
       }
     }
     const subjects = mergeSubjects(group.map(subjectsOf));
-    if (expiry.size === 0 && subjects.length === 0 && !closed) continue;
+    if (expiry.size === 0 && subjects.length === 0 && !closed) {
+      // Public only while no object of the scope closes it: two objects that disagree fail closed.
+      if (group.some(publicByFlag)) scopes.push({ ...scopeOf(group[0]!.spec), tokens: [], public: true });
+      continue;
+    }
     const tokens = [...expiry]
       .sort(([a], [b]) => compareStrings(a, b))
       .map(([hash, at]): SnapshotToken => (at === Infinity ? { hash } : { hash, expiresAt: new Date(at).toISOString() }));
@@ -122,7 +128,7 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
     const tokens = s.tokens.map((t) => (t.expiresAt === undefined ? { hash: t.hash } : { hash: t.hash, expiresAt: t.expiresAt }));
     // `closed` and `subjects` only when set, so a snapshot of scopes without them keeps the bytes (and generation) it had.
     const line = JSON.stringify({
-      kind: s.kind, value: s.value, ...(s.closed ? { closed: true } : {}), tokens,
+      kind: s.kind, value: s.value, ...(s.closed ? { closed: true } : {}), ...(s.public ? { public: true } : {}), tokens,
       ...(s.subjects?.length ? { subjects: s.subjects.map((x) => ({ kind: x.kind, name: x.name })) } : {}),
     });
     lines.push(line);
@@ -401,7 +407,7 @@ export function verifyAssembled(index: SnapshotIndex, lines: readonly string[]):
 
 /** Parses and checks one scope line; a snapshot with any bad line is refused whole. */
 export function parseScopeLine(line: string): Result<SnapshotScope> {
-  let raw: { kind?: unknown; value?: unknown; tokens?: unknown; closed?: unknown; subjects?: unknown };
+  let raw: { kind?: unknown; value?: unknown; tokens?: unknown; closed?: unknown; subjects?: unknown; public?: unknown };
   try {
     raw = JSON.parse(line) as typeof raw;
   } catch {
@@ -415,6 +421,7 @@ export function parseScopeLine(line: string): Result<SnapshotScope> {
   if (raw.closed !== undefined && raw.closed !== true) return err(`${scopeKey(scope.value)}: closed must be true when present`);
   const subjects = parseSubjects(raw.subjects);
   if (!subjects.ok) return err(`${scopeKey(scope.value)}: ${subjects.error}`);
+  if (raw.public !== undefined) return parsePublicLine(scope.value, raw);
   if (!Array.isArray(raw.tokens) || (raw.tokens.length === 0 && raw.closed !== true && subjects.value.length === 0)) {
     return err(`${scopeKey(scope.value)}: a snapshot scope needs at least one token or subject, or closed: true`);
   }
@@ -426,6 +433,15 @@ export function parseScopeLine(line: string): Result<SnapshotScope> {
     ...scope.value, tokens: raw.tokens as SnapshotToken[], ...(raw.closed === true ? { closed: true as const } : {}),
     ...(subjects.value.length > 0 ? { subjects: subjects.value } : {}),
   });
+}
+
+/** A public scope's line: a path scope with `public: true`, an empty token list and nothing that closes it. */
+function parsePublicLine(scope: Scope, raw: { tokens?: unknown; closed?: unknown; subjects?: unknown; public?: unknown }): Result<SnapshotScope> {
+  if (raw.public !== true || scope.kind !== 'path') return err(`${scopeKey(scope)}: public must be true, and only on a path scope`);
+  if (!Array.isArray(raw.tokens) || raw.tokens.length > 0 || raw.closed !== undefined || raw.subjects !== undefined) {
+    return err(`${scopeKey(scope)}: a public scope has no tokens, no subjects and no closed`);
+  }
+  return ok({ ...scope, tokens: [], public: true });
 }
 
 /** A line's subjects: absent, or a non-empty list of valid, distinct subjects in canonical order. */

@@ -1,7 +1,8 @@
 /**
  * A grant to an identity of the organisation's OpenID provider, shaped like a RoleBinding's subject: `User`
- * matches the username claim of a verified JWT, `Group` any entry of its groups claim. Names are compared
- * exactly, as the API server compares RBAC subjects: `alice` and `Alice` are two users.
+ * matches the username of a verified JWT, `Group` any of its groups, both as kube-apiserver names them (the
+ * issuer's prefix and the claim, e.g. `https://login.example.org/dex#alice`: a `sub` is unique only within its
+ * issuer). Names are compared exactly, as the API server compares RBAC subjects: `alice` and `Alice` are two users.
  */
 import { err, ok, type Result } from './result.js';
 
@@ -48,7 +49,7 @@ export function mergeSubjects(lists: readonly (readonly Subject[])[]): Subject[]
   return [...byKey.values()].sort(compareSubjects);
 }
 
-/** A verified identity: the issuer, the username claim and the groups claim of a JWT that passed verification. */
+/** A verified identity: the issuer, and the username and groups of a JWT that passed verification, prefixed as configured. */
 export interface Identity {
   readonly issuer: string;
   readonly user: string;

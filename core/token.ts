@@ -16,9 +16,21 @@ export const MIN_SUPPLIED_LENGTH = 16;
 /** Longer credentials are refused outright; no legitimate token is anywhere near this. */
 export const MAX_TOKEN_LENGTH = 512;
 
-/** `sha256:<64 lowercase hex>`: the only form in which a token is ever stored. */
-export type TokenHash = `sha256:${string}`;
-export const HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
+/** `sha256:<64 lowercase hex>`: the form in which svc stores every token it hashes itself. */
+export type Sha256Hash = `sha256:${string}`;
+/**
+ * `pbkdf2-sha256:<iterations>:<salt hex>:<key hex>`: a hash imported from wis2box-auth's store, kept as it was
+ * (its plaintext is unknown, so it cannot be re-hashed). Verified off the event loop (core/legacy-hash.ts).
+ */
+export type ImportedHash = `pbkdf2-sha256:${string}`;
+/** A stored token hash: svc's own SHA-256, or an imported PBKDF2 one. */
+export type TokenHash = Sha256Hash | ImportedHash;
+export const SHA256_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
+// Iterations up to 7 digits and salts of 8 to 64 bytes: wis2box-auth writes 100000 and 24 bytes. The derived
+// key is 32 bytes (PBKDF2-HMAC-SHA256's natural length, what hashlib.pbkdf2_hmac returns by default).
+export const IMPORTED_HASH_PATTERN = /^pbkdf2-sha256:[1-9][0-9]{0,6}:(?:[0-9a-f]{2}){8,64}:[0-9a-f]{64}$/;
+// Repeated verbatim in crds/protectedscope.yaml; a test keeps the two equal.
+export const HASH_PATTERN = /^(sha256:[0-9a-f]{64}|pbkdf2-sha256:[1-9][0-9]{0,6}:([0-9a-f]{2}){8,64}:[0-9a-f]{64})$/;
 export const TOKEN_ID_PATTERN = /^[0-9a-f]{12}$/;
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -128,7 +140,7 @@ export function hashTokenDigestInto(token: string, out: Buffer): Buffer {
   return out;
 }
 
-export function hashToken(token: string): TokenHash {
+export function hashToken(token: string): Sha256Hash {
   return `sha256:${hashTokenHex(token)}`;
 }
 
@@ -142,6 +154,14 @@ export function tokenIdOfDigest(digest: Buffer): string {
   return digest.toString('hex', 0, 6);
 }
 
+/**
+ * The id of a stored hash: the first 12 of its last 64 hex, which is the SHA-256 digest of a `sha256:` hash and
+ * the derived key of an imported one (so the CRD's CEL rule can check both forms with one substring).
+ */
 export function tokenIdOf(hash: TokenHash): string {
-  return tokenIdOfHex(hash.slice('sha256:'.length));
+  return tokenIdOfHex(hash.slice(hash.length - 64));
+}
+
+export function isImportedHash(hash: string): hash is ImportedHash {
+  return hash.startsWith('pbkdf2-sha256:');
 }

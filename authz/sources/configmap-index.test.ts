@@ -1,6 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { buildIndex, compileSnapshot, hashToken, hashTokenDigest, parseScopeLine, shardSnapshot, tokenIdOf, type AccessIndex, type IndexedScope, type ProtectedScope, type TopicNode } from '../../core/index.js';
+import { pbkdf2Sync } from 'node:crypto';
+import { buildIndex, compileSnapshot, formatImportedHash, hashToken, hashTokenDigest, parseScopeLine, shardSnapshot, tokenIdOf, type AccessIndex, type IndexedScope, type ProtectedScope, type TokenHash, type TopicNode } from '../../core/index.js';
 import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
 
 /**
@@ -8,7 +9,7 @@ import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
  * as sorted (hash, scope key, expiry) triples, each owner checked to be the very object the maps hold.
  */
 function plain(index: AccessIndex): unknown {
-  const scope = (s: IndexedScope | undefined) => s && { key: s.key, depth: s.depth, scope: s.scope };
+  const scope = (s: IndexedScope | undefined) => s && { key: s.key, depth: s.depth, scope: s.scope, imported: s.imported?.map((r) => r.hash).sort() };
   const held = new Set<IndexedScope>([...index.datasets.values(), ...index.paths.values()]);
   const walk = (n: TopicNode): void => {
     if (n.scope) held.add(n.scope);
@@ -46,6 +47,8 @@ const SCOPES = [
   { topicHierarchy: 'A.b' },
   { metadataId: 'urn:A' },
   { path: 'processes/SVC' },
+  // A prefix path: any change to one is left to the full build.
+  { path: 'wis2downloader' },
 ];
 const SECRETS = ['s0', 's1', 's2', 's3', 's4'].map((s) => `${s}-0123456789abcdef`);
 const EXPIRIES = [undefined, '2026-01-01T00:00:00Z', '2030-01-01T00:00:00Z'];
@@ -53,16 +56,22 @@ const EXPIRIES = [undefined, '2026-01-01T00:00:00Z', '2030-01-01T00:00:00Z'];
 const stateArb = fc.array(
   fc.record({
     scope: fc.nat(SCOPES.length - 1),
-    tokens: fc.array(fc.record({ secret: fc.nat(SECRETS.length - 1), exp: fc.nat(EXPIRIES.length - 1) }), { minLength: 0, maxLength: 3 }),
+    tokens: fc.array(fc.record({ secret: fc.nat(SECRETS.length - 1), exp: fc.nat(EXPIRIES.length - 1), imported: fc.boolean() }), { minLength: 0, maxLength: 3 }),
     closed: fc.boolean(),
   }),
   { maxLength: 12 },
 );
 
-function shardsOf(state: { scope: number; tokens: { secret: number; exp: number }[]; closed?: boolean }[], maxBytes: number) {
+/** An imported (wis2box-auth) hash of a secret: one iteration, a salt made from the secret (the index never derives). */
+function importedHash(secret: string): TokenHash {
+  const salt = Buffer.from(hashTokenDigest(`salt:${secret}`).subarray(0, 24));
+  return formatImportedHash(1, salt, pbkdf2Sync(secret, salt, 1, 32, 'sha256'));
+}
+
+function shardsOf(state: { scope: number; tokens: { secret: number; exp: number; imported?: boolean }[]; closed?: boolean }[], maxBytes: number) {
   const objects = state.map((o, i) => {
     const tokens = o.tokens.map((t) => {
-      const hash = hashToken(SECRETS[t.secret]!);
+      const hash = t.imported ? importedHash(SECRETS[t.secret]!) : hashToken(SECRETS[t.secret]!);
       const exp = EXPIRIES[t.exp];
       return { id: tokenIdOf(hash), hash, createdAt: '2025-01-01T00:00:00Z', ...(exp ? { expiresAt: exp } : {}) };
     });
@@ -112,6 +121,26 @@ describe('IncrementalIndex', () => {
     const second = shardsOf(state, 200);
     const b = await inc.update(second.generation, second.shards);
     expect(b.ok && b.value.incremental).toBe(true);
+  });
+
+  it('counts imported records in tokenCount after an incremental reload, as a full build does', async () => {
+    const inc = new IncrementalIndex();
+    const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0, imported: i % 2 === 0 }] }));
+    const first = shardsOf(state, 200);
+    const a = await inc.update(first.generation, first.shards);
+    if (!a.ok) throw new Error(a.error);
+    a.value.commit();
+    expect(a.value.index.tokenCount).toBe(10);
+    // One scope gains an imported record, another loses its imported one for a SHA-256 token.
+    state[3] = { scope: 3, tokens: [{ secret: 1, exp: 0, imported: false }, { secret: 2, exp: 0, imported: true }] };
+    state[4] = { scope: 4, tokens: [{ secret: 4, exp: 0, imported: false }] };
+    const second = shardsOf(state, 200);
+    const b = await inc.update(second.generation, second.shards);
+    if (!b.ok) throw new Error(b.error);
+    expect(b.value.incremental).toBe(true);
+    const full = buildIndex(second.generation, second.lines);
+    if (!full.ok) throw new Error(full.error);
+    expect([b.value.index.tokenCount, full.value.tokenCount]).toEqual([11, 11]);
   });
 
   it('fills the new token table in slices, yielding between them, and shares unchanged scopes', async () => {

@@ -14,6 +14,7 @@ import {
   AccessIndexBuilder,
   addScopeTokens,
   foldCase,
+  isPrefixPath,
   indexedScopeOf,
   scopeKey,
   scopeLevels,
@@ -103,6 +104,8 @@ export class IncrementalIndex {
     for (const s of come) s.lines.forEach((l, i) => !goneLines.has(l) && added.push(s.scopes[i]!));
     // More than a third of the index changed: a full build is as cheap, and simpler.
     if (removed.size + added.length > prev.index.scopeCount / 3 + 50) return undefined;
+    // Prefix paths (`wis2downloader`) live in a trie of their own too; they are few and change rarely.
+    if ([...removed.values(), ...added].some((s) => s.kind === 'path' && isPrefixPath(s.value))) return undefined;
 
     const p = prev.index;
     const datasets = new Map(p.datasets);
@@ -204,7 +207,12 @@ export class IncrementalIndex {
       }
     }
     const tokens = table.build();
-    const index: AccessIndex = { generation, scopeCount, tokenCount: tokens.size, topics, datasets, paths, tokens };
+    // Imported (PBKDF2) records are counted in tokenCount but live on their entries, not in the table: carry the
+    // previous count over, less the dropped entries' and plus the fresh ones', as a full build would count them.
+    let imported = p.tokenCount - p.tokens.size;
+    for (const owner of dropped) imported -= owner.imported?.length ?? 0;
+    for (const [entry] of fresh) imported += entry.imported?.length ?? 0;
+    const index: AccessIndex = { generation, scopeCount, tokenCount: tokens.size + imported, topics, datasets, paths, ...(p.prefixes ? { prefixes: p.prefixes } : {}), tokens };
     return { index, shards };
   }
 }

@@ -2,8 +2,17 @@
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events';
 
-  interface Options {
+  /** A request as setupRequest sees and returns it. */
+  export interface RequestOptions {
+    headers?: Record<string, string>;
+    setupRequest?: (req: RequestOptions, context: Record<string, unknown>) => RequestOptions;
+  }
+
+  export interface Options {
     url: string;
+    /** A number of requests, instead of a duration. */
+    amount?: number;
+    requests?: RequestOptions[];
     connections?: number;
     pipelining?: number;
     duration?: number;

@@ -71,6 +71,7 @@ export function addTokenMutation(scope: Scope, record: TokenRecord, namespace: s
         if (t.id === record.id) throw failure(`another token of ${scopeKey(scope)} has the same id ${record.id}; generate a different token (nothing was changed)`);
       }
     }
+    if (current.some((o) => o.spec.public === true)) throw usageError(`${scopeKey(scope)} is public (every method open): take that back first with public --off (nothing was changed)`);
     const target = current.find((o) => o.metadata.name === name) ?? newProtectedScope(scope, name, namespace, []);
     const tokens = tokensOf(target);
     if (tokens.length >= MAX_TOKENS_PER_OBJECT) {

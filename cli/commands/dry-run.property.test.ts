@@ -45,11 +45,13 @@ const object = fc.record({
   subjects: fc.option(fc.uniqueArray(subject, { minLength: 1, maxLength: 3, selector: (s) => `${s.kind}:${s.name}` }), { nil: undefined }),
   labels: fc.option(fc.constant({ team: 'data' }), { nil: undefined }),
   annotations: fc.option(fc.constant({ 'example.org/owner': 'partner desk' }), { nil: undefined }),
-}).map(({ value, tokens, closed, subjects, labels, annotations }): ProtectedScope => ({
+  // `public: true` is only valid on a path scope without tokens; false is a valid field everywhere.
+  isPublic: fc.option(fc.constant(false), { nil: undefined }),
+}).map(({ value, tokens, closed, subjects, labels, annotations, isPublic }): ProtectedScope => ({
   apiVersion: API_GROUP_VERSION,
   kind: KIND,
   metadata: { name: scopeObjectName({ kind: 'topic', value }), ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) },
-  spec: { topicHierarchy: value, tokens, ...(closed !== undefined ? { closed } : {}), ...(subjects ? { subjects } : {}) },
+  spec: { topicHierarchy: value, tokens, ...(closed !== undefined ? { closed } : {}), ...(subjects ? { subjects } : {}), ...(isPublic !== undefined ? { public: isPublic } : {}) },
 }));
 
 describe('add-token --dry-run -o yaml keeps every field of the scope\'s object', () => {

@@ -4,7 +4,7 @@
  * tokens), and a GitOps repository keeps a file whose diff shows the tokens leaving. Both backends do
  * the same; nothing is ever deleted.
  */
-import { closedByFlag, hashToken, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
+import { closedByFlag, hashToken, importedIdOf, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -26,10 +26,26 @@ export function removeAllMutation(): Mutate {
   return (current) => current.filter((o) => tokensOf(o).length > 0).map((o) => withTokens(o, []));
 }
 
-/** Removes the token with this id from every object of the scope; refuses (on the first look) when none has it. */
-export function removeOneMutation(scope: Scope, match: { id: string; hash?: string }, hint: string): Mutate {
+/** What remove-token looks for: an id, or a token's hash (the token too, to recognise an imported PBKDF2 hash). */
+export interface TokenMatch {
+  id: string;
+  hash?: string;
+  /** The plaintext, kept in memory only: an imported hash can only be found by deriving it from the token. */
+  readonly token?: string;
+}
+
+/**
+ * Removes the token with this id from every object of the scope; refuses (on the first look) when none has it.
+ * A token that matches no SHA-256 record is tried against the scope's imported hashes, and `match` then names the
+ * imported record (its id and hash), so the caller reports what was removed.
+ */
+export function removeOneMutation(scope: Scope, match: TokenMatch, hint: string): Mutate {
   const hit = (t: TokenRecord) => (match.hash !== undefined ? t.hash === match.hash : t.id === match.id);
   return (current, attempt) => {
+    if (match.token !== undefined && !current.some((o) => tokensOf(o).some(hit))) {
+      const imported = importedIdOf(match.token, current.flatMap((o) => tokensOf(o).map((t) => t.hash)));
+      if (imported) Object.assign(match, imported);
+    }
     const holders = current.filter((o) => tokensOf(o).some(hit));
     // On a retry the token may have gone already (a concurrent removal): that is the outcome asked for.
     if (holders.length === 0 && attempt === 0) {
@@ -77,14 +93,15 @@ export async function removeToken(ctx: CommandContext, tokenArg: string | undefi
   if ((tokenArg === undefined) === (options.id === undefined)) {
     throw usageError(`give the token or --id ID, exactly one of them (see ${ctx.commandPath} --help)`);
   }
-  let match: { id: string; hash?: string };
+  let match: TokenMatch;
   if (options.id !== undefined) {
     const id = options.id.trim().toLowerCase();
     if (!TOKEN_ID_PATTERN.test(id)) throw usageError(`--id: "${options.id}" is not a token id (12 hex characters, as svc auth show lists them)`);
     match = { id };
   } else {
-    const hash = hashToken(await tokenArgument(tokenArg!, ctx.io));
-    match = { id: tokenIdOf(hash), hash };
+    const token = await tokenArgument(tokenArg!, ctx.io);
+    const hash = hashToken(token);
+    match = { id: tokenIdOf(hash), hash, token };
   }
   const store = await ctx.openStore();
   const hint = `${ctx.commandPath.replace(/remove-token$/, 'show')} ${scopeArgs(scope)}`;

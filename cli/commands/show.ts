@@ -1,4 +1,4 @@
-import { closedByFlag, compareScopes, compareStrings, describeState, isExpired, mergeSubjects, scopeKey, scopeOf, stateOf, subjectsOf, tokensOf, type Scope, type ScopeKind, type ScopeState, type Subject } from '../../core/index.js';
+import { closedByFlag, compareScopes, compareStrings, describeState, isExpired, isImportedHash, isPrefixPath, mergeSubjects, publicByFlag, scopeKey, scopeOf, stateOf, subjectsOf, tokensOf, type Scope, type ScopeKind, type ScopeState, type Subject } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import type { StoredScope } from '../backends/backend.js';
 import { structured, table } from '../output.js';
@@ -16,6 +16,8 @@ export interface TokenSummary {
   readonly expired: boolean;
   /** The objects listing this token (more than one when hand-written objects repeat it). */
   readonly objects: readonly string[];
+  /** Imported from wis2box-auth (a PBKDF2 hash): works, costs more on first use; replace it when you can. */
+  readonly imported?: true;
 }
 
 export interface ScopeSummary {
@@ -36,6 +38,8 @@ export interface ScopeSummary {
   readonly tokens: readonly TokenSummary[];
   /** Identities granted (users, then groups), merged over the scope's objects. */
   readonly subjects: readonly Subject[];
+  /** Declared public (`public: true`) and not closed by anything: every method open. */
+  readonly public?: true;
 }
 
 /**
@@ -44,7 +48,7 @@ export interface ScopeSummary {
  * Never a token value or hash: ids, descriptions and times only.
  */
 export function summarize(stored: readonly StoredScope[], nowMs: number, only?: Scope, openPathsByDefault = false): ScopeSummary[] {
-  const groups = new Map<string, { scope: Scope; objects: string[]; closed: boolean; tokens: Map<string, { t: TokenSummary; objects: string[] }>; subjects: Subject[][] }>();
+  const groups = new Map<string, { scope: Scope; objects: string[]; closed: boolean; public?: boolean; tokens: Map<string, { t: TokenSummary; objects: string[] }>; subjects: Subject[][] }>();
   if (only) groups.set(scopeKey(only), { scope: only, objects: [], closed: false, tokens: new Map(), subjects: [] });
   // The stations collection is listed even without an object while its writes are closed by default.
   const stations: Scope = { kind: 'path', value: 'collections/stations' };
@@ -58,6 +62,7 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
     group.objects.push(object.metadata.name);
     group.subjects.push([...subjectsOf(object)]);
     if (closedByFlag(object)) group.closed = true;
+    if (publicByFlag(object)) group.public = true;
     for (const t of tokensOf(object)) {
       const seen = group.tokens.get(t.hash);
       if (!seen) {
@@ -69,6 +74,7 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
             ...(t.expiresAt !== undefined ? { expiresAt: t.expiresAt } : {}),
             expired: false,
             objects: [],
+            ...(isImportedHash(t.hash) ? { imported: true as const } : {}),
           },
           objects: [object.metadata.name],
         });
@@ -91,7 +97,7 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
       .map(({ t, objects }) => ({ ...t, expired: isExpired(t, nowMs), objects: [...objects].sort() }))
       .sort((a, b) => compareStrings(a.createdAt, b.createdAt) || compareStrings(a.id, b.id));
     const subjects = mergeSubjects(group.subjects);
-    const s = stateOf(group.scope, tokens.length, group.closed, openPathsByDefault, subjects.length);
+    const s = stateOf(group.scope, tokens.length, group.closed, openPathsByDefault, subjects.length, group.public === true);
     out.push({
       kind: group.scope.kind,
       value: group.scope.value,
@@ -103,6 +109,7 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
       objects: [...group.objects].sort(),
       tokens,
       subjects,
+      ...(s.state === 'Open' && s.public ? { public: true as const } : {}),
     });
   }
   return out.sort((a, b) => compareScopes(a, b));
@@ -121,7 +128,7 @@ export function renderTable(summaries: readonly ScopeSummary[]): string {
     const head = [s.kind, s.value, stateCell(s), String(s.tokenCount), ...(withSubjects ? [s.subjects.map(subjectCell).join(',') || '-'] : [])];
     const blank = head.map(() => '');
     if (s.tokens.length === 0) rows.push([...head, '-', '-', '-', '-']);
-    s.tokens.forEach((t, i) => rows.push([...(i === 0 ? head : blank), t.id, t.createdAt, expiryCell(t), t.description ?? '-']));
+    s.tokens.forEach((t, i) => rows.push([...(i === 0 ? head : blank), t.imported ? `${t.id} (imported)` : t.id, t.createdAt, expiryCell(t), t.description ?? '-']));
   }
   return table(['KIND', 'SCOPE', 'STATE', 'TOKENS', ...(withSubjects ? ['SUBJECTS'] : []), 'ID', 'CREATED', 'EXPIRES', 'DESCRIPTION'], rows);
 }
@@ -132,11 +139,13 @@ function subjectCell(x: Subject): string {
 }
 
 function summaryState(s: ScopeSummary): ScopeState {
-  return s.state === 'Open' ? { state: 'Open' } : { state: 'Closed', by: s.closedBy ?? 'tokens' };
+  if (s.state === 'Open') return s.public ? { state: 'Open', public: true } : { state: 'Open' };
+  return { state: 'Closed', by: s.closedBy ?? 'tokens' };
 }
 
 /** `Closed`, `Closed (default)`, `Closed (closed: true)`, `Open` (closed by subjects reads `Closed`). */
 function stateCell(s: ScopeSummary): string {
+  if (s.public) return 'Open (public)';
   return s.closedBy === 'default' ? 'Closed (default)' : s.closedBy === 'flag' ? 'Closed (closed: true)' : s.state;
 }
 
@@ -146,7 +155,7 @@ export function renderText(summaries: readonly ScopeSummary[]): string {
       (s.tokenCount > 0 ? ` (${s.activeTokenCount} active)` : '') +
       (s.objects.length > 0 ? `; object${s.objects.length === 1 ? '' : 's'} ${s.objects.join(', ')}` : '; no object');
     const lines = [
-      ...s.tokens.map((t) => `  ${t.id}  created ${t.createdAt}  expires ${expiryCell(t)}${t.description !== undefined ? `  ${JSON.stringify(t.description)}` : ''}`),
+      ...s.tokens.map((t) => `  ${t.id}  created ${t.createdAt}  expires ${expiryCell(t)}${t.description !== undefined ? `  ${JSON.stringify(t.description)}` : ''}${t.imported ? '  [imported: PBKDF2 hash]' : ''}`),
       ...s.subjects.map((x) => `  ${subjectCell(x)}`),
     ];
     return [head, ...lines].join('\n');
@@ -164,6 +173,7 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
   switch (options.output) {
     case 'wcmp2': {
       const s = summaries[0]!;
+      if (s.public) throw failure(`${s.kind} ${s.value} is public in ${store.where}: its links need no security object`);
       if (s.state === 'Open') throw failure(`${s.kind} ${s.value} is open in ${store.where}: its links need no security object (close it with add-token or close first)`);
       ctx.io.out(`${JSON.stringify({ security: wcmp2Security(only!) }, null, 2)}\n`);
       break;
@@ -193,13 +203,15 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
  * publisher can tell discovery users that the data needs a token and how to present it.
  */
 export function wcmp2Security(scope: Scope): Record<string, { type: string; scheme?: string; in?: string; name?: string; description: string }> {
-  const what = scope.kind === 'topic' ? `data under the topic ${scope.value}` : scope.kind === 'dataset' ? `the dataset ${scope.value}` : `${scope.value}`;
+  // A prefix path (`wis2downloader`) is a path of the host and everything below it, fetched like files.
+  const prefix = scope.kind === 'path' && isPrefixPath(scope.value);
+  const what = scope.kind === 'topic' ? `data under the topic ${scope.value}` : scope.kind === 'dataset' ? `the dataset ${scope.value}` : prefix ? `/${scope.value} and everything below it` : `${scope.value}`;
   const contact = 'Please contact the data provider for a token.';
   return {
     default: { type: 'http', scheme: 'bearer', description: `Access to ${what} is controlled: send the token as "Authorization: Bearer <token>". ${contact}` },
     query: { type: 'apiKey', in: 'query', name: 'token', description: `The token may also be given as the query argument ?token=<token> (for wget and curl). ${contact}` },
-    ...(scope.kind === 'path'
+    ...(scope.kind === 'path' && !prefix
       ? {}
-      : { basic: { type: 'http', scheme: 'basic', description: `For files of the web-accessible folder, the token is also accepted as the password of HTTP Basic authentication (any user name). ${contact}` } }),
+      : { basic: { type: 'http', scheme: 'basic', description: `For files ${prefix ? `under /${scope.value}` : 'of the web-accessible folder'}, the token is also accepted as the password of HTTP Basic authentication (any user name). ${contact}` } }),
   };
 }

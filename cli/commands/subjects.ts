@@ -5,7 +5,7 @@
  * lists the subject. Both go through the store's update, so a concurrent edit is never lost.
  */
 import {
-  describeState, MAX_SUBJECTS_PER_OBJECT, mergeSubjects, newProtectedScope, scopeKey, scopeObjectName, stateOf, subjectKey, subjectsOf, tokensOf, closedByFlag, checkSubject,
+  describeState, MAX_SUBJECTS_PER_OBJECT, mergeSubjects, newProtectedScope, publicByFlag, scopeKey, scopeObjectName, stateOf, subjectKey, subjectsOf, tokensOf, closedByFlag, checkSubject,
   type ProtectedScope, type Scope, type Subject,
 } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
@@ -38,6 +38,8 @@ const listed = (o: ProtectedScope, s: Subject) => subjectsOf(o).some((x) => subj
 export function addSubjectMutation(scope: Scope, subject: Subject, namespace: string | undefined): Mutate {
   const name = scopeObjectName(scope);
   return (current) => {
+    // A subject closes the scope, which public contradicts (the CRD refuses the pair).
+    if (current.some(publicByFlag)) throw usageError(`${scopeKey(scope)} is public (every method open): take that back first with public --off, then add the subject (nothing was changed)`);
     if (current.some((o) => listed(o, subject))) return [];
     const target = current.find((o) => o.metadata.name === name) ?? current[0] ?? newProtectedScope(scope, name, namespace, []);
     if (subjectsOf(target).length >= MAX_SUBJECTS_PER_OBJECT) {

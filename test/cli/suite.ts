@@ -2,9 +2,12 @@
 // suite runs on a manifest directory, on the in-memory fake API server (unit) and on a real
 // kube-apiserver (integration), so both backends are held to the same behaviour; outputs are pinned by
 // snapshots with the store's location scrubbed to <store>.
-import { beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { hashToken, tokenIdOf, type ProtectedScope } from '../../core/index.js';
-import { FIXED_NOW, svc, type Result, type RunOptions } from './harness.js';
+import { makeWis2boxAuthStore, type StoreRow } from '../support/wis2box-auth-store.js';
+import { FIXED_NOW, removeDir, svc, tempDir, type Result, type RunOptions } from './harness.js';
 
 export interface BackendFixture {
   readonly name: string;
@@ -37,6 +40,17 @@ function record(token: string, extra: { description?: string; createdAt?: string
   const hash = hashToken(token);
   return { id: tokenIdOf(hash), hash, ...(extra.description ? { description: extra.description } : {}), createdAt: extra.createdAt ?? '2026-01-01T00:00:00Z', ...(extra.expiresAt ? { expiresAt: extra.expiresAt } : {}) };
 }
+
+/** A wis2box-auth store's rows: a short token as wis2box's docs show, one topic of each kind, one of no kind. */
+const IMPORT_ROWS: readonly StoreRow[] = [
+  { token: 'mytoken', topic: 'wis2downloader' },
+  { token: 'downloader-partner-0002', topic: 'wis2downloader' },
+  { token: 'dataset-partner-token-3', topic: 'urn:wmo:md:mw-met:obs' },
+  { token: 'dotted-topic-token-0004', topic: 'mw-met.data.core.weather' },
+  { token: 'processes-token-0000005', topic: 'processes/wis2box' },
+  { token: 'stations-token-00000006', topic: 'collections/stations' },
+  { token: 'no-kind-token-000000007', topic: 'mw met.data' },
+];
 
 export function handWritten(name: string, spec: Record<string, unknown>): ProtectedScope {
   return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name }, spec: spec as ProtectedScope['spec'] };
@@ -415,6 +429,133 @@ export function runSuite(fixture: BackendFixture): void {
       const before = await svc([...globals, 'auth', 'show', '-o', 'json']);
       expect(after).toEqual(before);
       expect(after.code).toBe(0);
+    });
+  });
+
+  describe(`import a wis2box-auth store (${fixture.name})`, () => {
+    let dir: string;
+    let store: string;
+    const DL = ['--path', 'wis2downloader'];
+    beforeAll(() => {
+      dir = tempDir('svc-import-');
+      store = join(dir, 'auth.db');
+      makeWis2boxAuthStore(store, IMPORT_ROWS);
+      writeFileSync(join(dir, 'not-a-store.db'), 'this is not an SQLite file\n');
+    });
+    afterAll(() => removeDir(dir));
+
+    it('--dry-run says what it would import and writes nothing; a topic of no kind is reported and skipped', async () => {
+      const before = await fixture.state();
+      const r = await cli(['auth', 'import', store, '--dry-run']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^path wis2downloader \(topic wis2downloader\): 2 tokens would be imported/m);
+      expect(r.stdout).toMatch(/Dry run: nothing was written\. 5 scopes/);
+      expect(r.stderr).toMatch(/^skipped topic "mw met\.data" \(1 row\): not a metadata id, a path or a topic hierarchy \([^\n]+\n$/);
+      expect(await fixture.state()).toEqual(before);
+    });
+
+    it('imports every row into the scope its topic maps to, keeps the PBKDF2 hashes, and a second run changes nothing', async () => {
+      const r = await cli(['auth', 'import', store, '-o', 'json']);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout) as { scopes: { scope: { kind: string; value: string }; imported: number }[]; skipped: { topic: string }[] };
+      expect(out.scopes.map((x) => [x.scope.kind, x.scope.value, x.imported]).sort()).toEqual([
+        ['dataset', 'urn:wmo:md:mw-met:obs', 1], ['path', 'collections/stations', 1], ['path', 'processes/wis2box', 1],
+        ['path', 'wis2downloader', 2], ['topic', 'mw-met.data.core.weather', 1],
+      ]);
+      expect(out.skipped.map((x) => x.topic)).toEqual(['mw met.data']);
+      const objects = await fixture.objects();
+      const tokens = objects.flatMap((o) => (o.spec as { tokens: { id: string; hash: string; description?: string }[] }).tokens);
+      expect(tokens).toHaveLength(6);
+      for (const t of tokens) {
+        expect(t.hash).toMatch(/^pbkdf2-sha256:100000:[0-9a-f]{48}:[0-9a-f]{64}$/);
+        expect(t.id).toBe(t.hash.slice(-64, -52));
+        expect(t.description).toBe('imported from wis2box-auth');
+      }
+      const dump = await fixture.dump();
+      for (const row of IMPORT_ROWS) expect(dump.includes(row.token)).toBe(false);
+      expect((r.stdout + r.stderr).includes(IMPORT_ROWS[0]!.token)).toBe(false);
+      const before = await fixture.state();
+      const again = await cli(['auth', 'import', store]);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(/^path wis2downloader \(topic wis2downloader\): nothing to import, 2 already there$/m);
+      expect(await fixture.state()).toEqual(before);
+    });
+
+    it('has-access-topic, show and remove-token know imported tokens (short ones included)', async () => {
+      expect((await cli(['auth', 'import', store])).code).toBe(0);
+      const own = await cli(['auth', 'has-access-topic', ...DL, 'mytoken']);
+      expect(own.code).toBe(0);
+      expect(own.stdout).toMatch(/^granted: token [0-9a-f]{12} \(imported\) is a valid token of path:wis2downloader\n$/);
+      expect((await cli(['auth', 'has-access-topic', '--path', 'wis2downloader/subscriptions', IMPORT_ROWS[1]!.token])).code).toBe(0);
+      expect((await cli(['auth', 'has-access-topic', '--metadata-id', 'urn:wmo:md:mw-met:obs', IMPORT_ROWS[2]!.token])).code).toBe(0);
+      expect((await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'mw-met.data.core.weather.x', IMPORT_ROWS[3]!.token])).code).toBe(0);
+      expect((await cli(['auth', 'has-access-topic', '--path', 'processes/wis2box-synop2bufr', IMPORT_ROWS[4]!.token])).code).toBe(0);
+      expect((await cli(['auth', 'has-access-topic', '--path', 'collections/stations', IMPORT_ROWS[5]!.token])).code).toBe(0);
+      const other = await cli(['auth', 'has-access-topic', ...DL, IMPORT_ROWS[4]!.token, '-o', 'json']);
+      expect([other.code, JSON.parse(other.stdout).outcome]).toEqual([1, 'insufficient-scope']);
+      const wrong = await cli(['auth', 'has-access-topic', ...DL, 'mytoken2']);
+      expect([wrong.code, /not a token of any scope/.test(wrong.stdout)]).toEqual([1, true]);
+      const table = await cli(['auth', 'show', ...DL]);
+      expect(table.stdout).toMatch(/[0-9a-f]{12} \(imported\)/);
+      const json = JSON.parse((await cli(['auth', 'show', ...DL, '-o', 'json'])).stdout) as { scopes: { tokens: { id: string; imported?: boolean }[] }[] };
+      expect(json.scopes[0]!.tokens.map((t) => t.imported)).toEqual([true, true]);
+      const removed = await cli(['auth', 'remove-token', ...DL, 'mytoken', '-o', 'json']);
+      expect(removed.code).toBe(0);
+      const gone = (JSON.parse(removed.stdout) as { removed: string[] }).removed[0]!;
+      expect(json.scopes[0]!.tokens.map((t) => t.id)).toContain(gone);
+      expect((await cli(['auth', 'has-access-topic', ...DL, 'mytoken'])).code).toBe(1);
+      expect((await cli(['auth', 'has-access-topic', ...DL, IMPORT_ROWS[1]!.token])).code).toBe(0);
+      await refused(['auth', 'remove-token', ...DL, 'mytoken'], 1, /is not a token of path:wis2downloader/);
+    });
+
+    it('a file that is not a wis2box-auth store, or none: exit 2, nothing changed', async () => {
+      await refused(['auth', 'import', join(dir, 'not-a-store.db')], 2, /is not a wis2box-auth store/);
+      await refused(['auth', 'import', join(dir, 'missing.db')], 2, /cannot read .*missing\.db: ENOENT/);
+    });
+  });
+
+  describe(`public (${fixture.name})`, () => {
+    const SI = ['--path', 'processes/station-info'];
+    it('sets and clears public on a path scope; show marks it; again changes nothing', async () => {
+      const on = scrubbed(await cli(['auth', 'public', ...SI]));
+      expect(on).toEqual({ code: 0, stdout: 'path processes/station-info is public; now Open, public (every method) (<store>)\n', stderr: '' });
+      expect(await fixture.objects()).toEqual([{ name: expect.stringMatching(/^path-processes-station-info-[0-9a-f]{8}$/), spec: { path: 'processes/station-info', tokens: [], public: true } }]);
+      const before = await fixture.state();
+      expect((await cli(['auth', 'public', ...SI])).stdout).toMatch(/was already public/);
+      expect(await fixture.state()).toEqual(before);
+      expect(JSON.parse((await cli(['auth', 'show', ...SI, '-o', 'json'])).stdout).scopes[0]).toMatchObject({ state: 'Open', public: true, tokenCount: 0 });
+      expect((await cli(['auth', 'show'])).stdout).toMatch(/^path +processes\/station-info +Open \(public\) /m);
+      expect((await cli(['auth', 'has-access-topic', ...SI, 'any-token-at-all-0001'])).code).toBe(0);
+      await refused(['auth', 'show', ...SI, '-o', 'wcmp2'], 1, /is public in .*: its links need no security object/);
+      const off = JSON.parse((await cli(['auth', 'public', ...SI, '--off', '-o', 'json'])).stdout) as { public: boolean; state: string };
+      expect(off).toMatchObject({ public: false, state: 'Closed' });
+      expect((await fixture.objects())[0]!.spec).toEqual({ path: 'processes/station-info', tokens: [] });
+      expect((await cli(['auth', 'has-access-topic', ...SI, 'any-token-at-all-0001'])).code).toBe(1);
+    });
+
+    it('refuses a scope with tokens, subjects or closed: true, and a scope that is not a path (exit 2, nothing changed)', async () => {
+      expect((await cli(['auth', 'add-token', '--path', 'processes/a', T1])).code).toBe(0);
+      await refused(['auth', 'public', '--path', 'processes/a'], 2, /processes\/a cannot be public while it has tokens/);
+      expect((await cli(['auth', 'add-subject', '--path', 'processes/b', '--user', 'alice'])).code).toBe(0);
+      await refused(['auth', 'public', '--path', 'processes/b'], 2, /cannot be public while it has subjects/);
+      expect((await cli(['auth', 'close', '--path', 'processes/c'])).code).toBe(0);
+      await refused(['auth', 'public', '--path', 'processes/c'], 2, /cannot be public while it has closed: true/);
+      await refused(['auth', 'public', '--topic-hierarchy', 'a.b'], 2, /only a path scope can be public/);
+    });
+
+    it('close, add-subject and add-token refuse a public scope up front (exit 2, nothing changed)', async () => {
+      expect((await cli(['auth', 'public', ...SI])).code).toBe(0);
+      await refused(['auth', 'close', ...SI], 2, /processes\/station-info is public \(every method open\): take that back first with public --off/);
+      await refused(['auth', 'add-subject', ...SI, '--group', 'ops'], 2, /is public \(every method open\): take that back first with public --off/);
+      await refused(['auth', 'add-token', ...SI, T1], 2, /is public \(every method open\)/);
+    });
+
+    it('-o wcmp2 of a closed prefix path names the path and offers Basic', async () => {
+      expect((await cli(['auth', 'close', '--path', 'wis2downloader'])).code).toBe(0);
+      const { security } = JSON.parse((await cli(['auth', 'show', '--path', 'wis2downloader', '-o', 'wcmp2'])).stdout) as { security: Record<string, { description: string }> };
+      expect(Object.keys(security)).toEqual(['default', 'query', 'basic']);
+      expect(security.default!.description).toMatch(/Access to \/wis2downloader and everything below it is controlled/);
+      expect(security.basic!.description).toMatch(/For files under \/wis2downloader/);
     });
   });
 

@@ -64,7 +64,8 @@ describe('svc --dir, as processes', () => {
     const before = dirState(dir);
     const failures: [string[], number, RegExp][] = [
       [['auth', 'add-token', '--path', 'processes/svc', '--topic-hierarchy', 'a'], 2, /give exactly one scope/],
-      [['auth', 'add-token', '--path', 'processes/nope/'], 2, /--path: invalid path/],
+      // `processes/nope/` names processes/nope (slashes around a path are dropped); below processes/ only a process id.
+      [['auth', 'add-token', '--path', 'processes/no.pe'], 2, /--path: invalid path/],
       [['auth', 'add-token', '--path', 'processes/svc', 'short'], 2, /at least 16 characters/],
       [['auth', 'add-token', '--path', 'processes/svc', token], 1, /already a token of path:processes\/svc/],
       [['auth', 'remove-token', '--path', 'processes/svc', '--id', '0123456789ab'], 1, /no token with id 0123456789ab/],

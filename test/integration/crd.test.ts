@@ -61,6 +61,10 @@ describeCluster('ProtectedScope CRD', () => {
       ['a metadata id', { metadataId: 'urn:wmo:md:mw-met:core.surface-based-observations.synop' }],
       ['the stations collection', { path: 'collections/stations' }],
       ['a process', { path: 'processes/svc-publish_v2' }],
+      ['a prefix path', { path: 'wis2downloader' }],
+      ['a deeper prefix path', { path: 'wis2downloader/subscriptions.v1' }],
+      ['a public process', { path: 'processes/station-info', public: true }],
+      ['public: false with a token-less topic', { topicHierarchy: 'a.b', public: false }],
     ])('%s with an empty token list (tokens: [] is kept as stated)', async (_label, spec) => {
       const created = await create(scope({ ...spec, tokens: [] })) as { spec: Record<string, unknown> };
       expect(created.spec).toEqual({ ...spec, tokens: [] });
@@ -77,6 +81,14 @@ describeCluster('ProtectedScope CRD', () => {
         const created = await create(scope({ ...spec, tokens })) as { spec: { tokens: TokenRecord[] } };
         expect(created.spec.tokens).toHaveLength(tokens.length);
       }
+    });
+
+    it('imported (wis2box-auth) PBKDF2 hashes next to SHA-256 ones, their id the first 12 hex of the key', async () => {
+      const key = randomBytes(32).toString('hex');
+      const imported = { id: key.slice(0, 12), hash: `pbkdf2-sha256:100000:${randomBytes(24).toString('hex')}:${key}`, createdAt: '2026-11-21T10:00:00Z', description: 'imported from wis2box-auth' };
+      const created = await create(scope({ path: 'wis2downloader', tokens: [imported, token()] })) as { spec: { tokens: TokenRecord[] } };
+      expect(created.spec.tokens[0]).toEqual(imported);
+      expect(validateProtectedScope(scope({ path: 'wis2downloader', tokens: [imported] })).ok).toBe(true);
     });
 
     it('the maximum of 1000 tokens', async () => {
@@ -147,9 +159,36 @@ describeCluster('ProtectedScope CRD', () => {
     });
 
     it.each(['processes/', 'processes/svc-', 'collections/other', 'collections/stations/items', 'processes/a--b',
-      'processes/-a', '/processes/a', 'processes/a.b', `processes/${'a'.repeat(247)}`])('path %j', async (path) => {
-      const msg = await rejection(scope({ path }));
+      'processes/-a', '/processes/a', 'processes/a.b', `processes/${'a'.repeat(247)}`, 'Processes/x.y',
+      '.hidden', 'wis2downloader/../x', 'wis2downloader/', 'a//b', `${'a'.repeat(257)}`])('path %j', async (path) => {
+      // tokens: [] stated, so the CEL rules run too (the server skips them while a required field is missing).
+      const msg = await rejection(scope({ path, tokens: [] }));
       expect(msg).toContain('spec.path');
+      expect(validateProtectedScope(scope({ path, tokens: [] })).ok).toBe(false);
+    });
+
+    it.each([
+      ['tokens', { path: 'processes/station-info', public: true, tokens: [token()] }],
+      ['subjects', { path: 'processes/station-info', public: true, tokens: [], subjects: [{ kind: 'User', name: 'a' }] }],
+      ['closed: true', { path: 'processes/station-info', public: true, closed: true, tokens: [] }],
+      ['a topic', { topicHierarchy: 'a.b', public: true, tokens: [] }],
+      ['a metadata id', { metadataId: 'urn:a:b', public: true, tokens: [] }],
+    ])('public with %s (core refuses it the same way)', async (_label, spec) => {
+      const msg = await rejection(scope(spec));
+      expect(msg).toContain('public is only for a path scope without tokens, subjects or closed: true');
+      expect(validateProtectedScope(scope(spec)).ok).toBe(false);
+    });
+
+    it.each([
+      ['an id that is not the start of the key', (h: string) => ({ id: h.slice(7, 19), hash: h })],
+      ['a 31-byte key', (h: string) => ({ id: h.slice(-62, -50), hash: h.slice(0, -2) })],
+      ['a 7-byte salt', (h: string) => ({ id: h.slice(-64, -52), hash: h.replace(/:([0-9a-f]{48}):/, (_m, salt: string) => `:${salt.slice(0, 14)}:`) })],
+      ['zero iterations', (h: string) => ({ id: h.slice(-64, -52), hash: h.replace(':100000:', ':0:') })],
+      ['upper-case hex', (h: string) => ({ id: h.slice(-64, -52), hash: h.toUpperCase().replace('PBKDF2-SHA256', 'pbkdf2-sha256') })],
+    ])('an imported hash with %s', async (_label, make) => {
+      const hash = `pbkdf2-sha256:100000:${randomBytes(24).toString('hex')}:${randomBytes(32).toString('hex')}`;
+      const msg = await rejection(scope({ path: 'wis2downloader', tokens: [{ ...make(hash), createdAt: '2026-11-21T10:00:00Z' }] }));
+      expect(msg).toMatch(/spec\.tokens\[0\]\.(id|hash)/);
     });
 
     it.each([

@@ -1,0 +1,56 @@
+/**
+ * `svc auth public --path P` / `svc auth public --path P --off`: declare a path scope public (`public: true`:
+ * every method open, even where paths are closed by default) or take that back. wis2box's read-only processes,
+ * which its UI calls without a token, are declared public this way while every other process stays closed.
+ * Public contradicts tokens, subjects and `closed: true`: such a scope is refused, nothing is written.
+ */
+import { closedByFlag, describeState, newProtectedScope, publicByFlag, scopeKey, scopeObjectName, stateOf, subjectsOf, tokensOf, type ProtectedScope, type Scope } from '../../core/index.js';
+import type { Mutate } from '../backends/backend.js';
+import { usageError } from '../errors.js';
+import { structured } from '../output.js';
+import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+
+export interface PublicOptions extends ScopeFlags {
+  readonly off?: boolean;
+  readonly output: 'text' | 'json' | 'yaml';
+}
+
+export function publicMutation(scope: Scope, namespace: string | undefined): Mutate {
+  const name = scopeObjectName(scope);
+  return (current) => {
+    const closing = [
+      current.some((o) => tokensOf(o).length > 0) ? 'tokens (remove-tokens)' : '',
+      current.some((o) => subjectsOf(o).length > 0) ? 'subjects (remove-subject)' : '',
+      current.some(closedByFlag) ? 'closed: true (open)' : '',
+    ].filter((c) => c !== '');
+    if (closing.length > 0) throw usageError(`${scopeKey(scope)} cannot be public while it has ${closing.join(', ')}: a public scope is open for every method (nothing was changed)`);
+    if (current.some(publicByFlag)) return [];
+    const target = current.find((o) => o.metadata.name === name) ?? current[0] ?? newProtectedScope(scope, name, namespace, []);
+    return [{ ...target, spec: { ...target.spec, public: true } }];
+  };
+}
+
+export function notPublicMutation(): Mutate {
+  return (current) =>
+    current.filter(publicByFlag).map((o): ProtectedScope => {
+      const { public: _public, ...spec } = o.spec;
+      return { ...o, spec: spec as ProtectedScope['spec'] };
+    });
+}
+
+export async function setPublic(ctx: CommandContext, options: PublicOptions): Promise<number> {
+  const scope = scopeFromFlags(options, ctx.commandPath);
+  if (scope.kind !== 'path') throw usageError(`only a path scope can be public (give --path; see ${ctx.commandPath} --help)`);
+  const store = await ctx.openStore();
+  const on = options.off !== true;
+  const result = await store.update(scope, on ? publicMutation(scope, store.namespace) : notPublicMutation());
+  const isPublic = result.objects.some(publicByFlag);
+  const state = stateOf(scope, 0, false, ctx.openPathsByDefault, 0, isPublic);
+  if (options.output === 'text') {
+    const did = result.written.length === 0 ? (on ? 'was already public' : 'was not public') : on ? 'is public' : 'is no longer public';
+    ctx.io.out(`${scopeLabel(scope)} ${did}; now ${describeState(state, 0)} (${store.where})\n`);
+  } else {
+    ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: store.where, written: result.written, public: isPublic, state: state.state }));
+  }
+  return 0;
+}
