@@ -127,6 +127,8 @@ export class AuthMetrics {
   private readonly loadSeconds: Gauge;
   private readonly ready: Gauge;
   private readonly jwtDecisions: Counter<'outcome' | 'failure'>;
+  /** Children of jwtDecisions by label pair (failures are a fixed set of verification checks). */
+  private readonly jwtChildren = new Map<string, { inc(): void }>();
   private readonly jwksFetches: Counter<'issuer' | 'result'>;
   private readonly misdirectedRequests: Counter<'endpoint' | 'likely_proxy'>;
   private loadedAt: number | null = null;
@@ -267,7 +269,12 @@ export class AuthMetrics {
   /** The per-request part: two array increments and a bucket search. */
   /** A decision on a JWT credential (svc_auth_jwt_decisions_total), with why verification failed if it did. */
   jwtDecision(outcome: AnswerOutcome, failure?: string): void {
-    this.jwtDecisions.labels(outcome, failure ?? '').inc();
+    // The labelled child once per label pair: prom-client's labels() hashes its values on every call, which on the
+    // JWT path (decided at token speed) cost more than the decision's own bookkeeping.
+    const key = failure === undefined ? outcome : `${outcome}\0${failure}`;
+    let child = this.jwtChildren.get(key);
+    if (child === undefined) this.jwtChildren.set(key, (child = this.jwtDecisions.labels(outcome, failure ?? '')));
+    child.inc();
   }
 
   /** A JWKS fetch of an OpenID issuer (svc_auth_oidc_jwks_fetches_total), ok or failed. */

@@ -20,8 +20,13 @@ interface Use {
   imported?: true;
 }
 
+/** Identities whose window keys are kept between windows (see identityKey). */
+const MAX_IDENTITY_KEYS = 10_000;
+
 export class TokenUsage {
   private window = new Map<string, Map<string, Use>>();
+  private readonly identityKeys = new Map<string, Map<string, Map<string, string>>>();
+  private identityKeyCount = 0;
   private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -47,7 +52,7 @@ export class TokenUsage {
 
   /** An identity's grant (a verified JWT): counted per scope, issuer, user and granting group. */
   recordIdentity(scopeKey: string, issuer: string, user: string, group: string | undefined, now: number): void {
-    const key = `\0${issuer}\0${user}\0${group ?? ''}`;
+    const key = this.identityKey(issuer, user, group);
     let byKey = this.window.get(scopeKey);
     if (byKey === undefined) this.window.set(scopeKey, (byKey = new Map()));
     const use = byKey.get(key);
@@ -56,6 +61,29 @@ export class TokenUsage {
       use.count++;
       use.last = now;
     }
+  }
+
+  /**
+   * The window's key of an identity, built once per identity rather than per grant: a fresh joined string is
+   * hashed in full by every Map lookup, which on the JWT path cost about as much as the rest of the bookkeeping.
+   * Identities come from verified JWTs only; the cache starts over past MAX_IDENTITY_KEYS.
+   */
+  private identityKey(issuer: string, user: string, group: string | undefined): string {
+    let byUser = this.identityKeys.get(issuer);
+    if (byUser === undefined) this.identityKeys.set(issuer, (byUser = new Map()));
+    let byGroup = byUser.get(user);
+    if (byGroup === undefined) {
+      if (++this.identityKeyCount > MAX_IDENTITY_KEYS) {
+        this.identityKeys.clear();
+        this.identityKeyCount = 1;
+        this.identityKeys.set(issuer, (byUser = new Map()));
+      }
+      byUser.set(user, (byGroup = new Map()));
+    }
+    const g = group ?? '';
+    let key = byGroup.get(g);
+    if (key === undefined) byGroup.set(g, (key = `\0${issuer}\0${user}\0${g}`));
+    return key;
   }
 
   /** Logs the window so far and starts a new one. */

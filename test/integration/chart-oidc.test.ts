@@ -41,7 +41,7 @@ describe('chart auth.oidc.* as svc-auth reads them', () => {
 
   it("usernamePrefix, groupsPrefix and requiredClaims become kube-apiserver's flags; \"\" keeps its defaults", () => {
     const plain = podOf(render({ issuers: ['https://idp.example.org/dex'], audiences: ['svc-data'] })).containers[0]!.args!;
-    expect(plain.join(' ')).not.toMatch(/prefix|required-claim|authentication-config/);
+    expect(plain.join(' ')).not.toMatch(/--oidc-username-prefix|--oidc-groups-prefix|--oidc-required-claim|--authentication-config/);
     expect(svcAuthReads(plain)).toMatchObject({ oidc: { issuers: [{ username: { prefix: 'https://idp.example.org/dex#' }, groups: { prefix: '' } }] } });
     const args = podOf(render({ issuers: ['https://idp.example.org/dex'], audiences: ['svc-data'], usernamePrefix: '-', groupsPrefix: 'corp:', requiredClaims: { hd: 'example.org' } })).containers[0]!.args!;
     expect(args.join(' ')).toContain('--oidc-username-prefix - --oidc-groups-prefix corp: --oidc-required-claim hd=example.org');
