@@ -13,6 +13,7 @@
 import {
   AccessIndexBuilder,
   addScopeTokens,
+  entryOf,
   foldCase,
   isPrefixPath,
   indexedScopeOf,
@@ -44,20 +45,6 @@ const noYield: Yield = async () => undefined;
 
 /** Tokens added to a table between two ticks. */
 const TOKENS_PER_TICK = 4096;
-
-/** The entry under the scope's folded key: the scope's own, or one of a scope differing only in case. */
-function find(index: AccessIndex, scope: Scope): IndexedScope | undefined {
-  if (scope.kind === 'dataset') return index.datasets.get(foldCase(scope.value));
-  if (scope.kind === 'path') return index.paths.get(foldCase(scope.value));
-  let children: ReadonlyMap<string, TopicNode> = index.topics;
-  let node: TopicNode | undefined;
-  for (const level of scopeLevels(scope)) {
-    node = children.get(foldCase(level));
-    if (!node) return undefined;
-    children = node.children;
-  }
-  return node?.scope;
-}
 
 export class IncrementalIndex {
   private state: State | undefined;
@@ -125,11 +112,11 @@ export class IncrementalIndex {
       if (addedKeys.has(key) || addedFolded.has(folded)) return undefined;
       addedKeys.add(key);
       addedFolded.add(folded);
-      const held = find(p, s);
+      const held = entryOf(p, s);
       if (held && (!removed.has(held.key) || held.merged)) return undefined;
     }
     for (const [key, scope] of removed) {
-      const held = find(p, scope);
+      const held = entryOf(p, scope);
       if (!held || held.key !== key || held.merged) return undefined;
     }
 
@@ -190,7 +177,7 @@ export class IncrementalIndex {
     // slices), plus the added scopes' tokens. Unchanged scopes are the same IndexedScope objects in both
     // indexes; the new table holds its owners in its own array, so the previous table is never touched.
     const dropped = new Set<IndexedScope>();
-    for (const scope of removed.values()) dropped.add(find(p, scope)!);
+    for (const scope of removed.values()) dropped.add(entryOf(p, scope)!);
     const keep = (owner: IndexedScope) => !dropped.has(owner);
     const table = new TokenTableBuilder<IndexedScope>(p.tokens.size + freshTokens);
     for (let r = 0; r < p.tokens.size; r += TOKENS_PER_TICK) {
