@@ -4,11 +4,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { helmBinary, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
+import { freePort } from '../support/ports.js';
+import { waitUntil } from '../support/wait.js';
 
 export const PROMETHEUS_PACKAGE = 'prometheus';
 export const PROMETHEUS_INSTALL_COMMAND = `apt-get update && apt-get install -y ${PROMETHEUS_PACKAGE}`;
@@ -177,33 +178,12 @@ export function grafanaQuery(expr: string, vars: { namespace: string; scrapeSeco
     .replaceAll('$pod', vars.podAll ?? '.*');
 }
 
-/** Polls `check` until it returns a value (not undefined/false); throws with `what` after timeoutMs. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 250): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+/** test/support's waitUntil with this suite's positional arguments and its fixed poll interval. */
+export function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 250): Promise<T> {
+  return waitUntil(check, { what, timeoutMs, intervalMs: everyMs });
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export interface ScrapeTarget {
   readonly job: string;
