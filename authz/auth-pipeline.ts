@@ -61,27 +61,171 @@ function keysOf(governing: readonly Scope[]): string {
   return governing.length === 1 ? scopeKey(governing[0]!) : governing.map(scopeKey).join(' ');
 }
 
+/** What a refusal is counted by (Refusals): never the method or the path, which the client chooses freely. */
+function refusalOf(endpoint: EndpointName, d: Decision | null, outcome: AnswerOutcome): Refusal {
+  if (d === null) return { endpoint, outcome };
+  switch (d.outcome) {
+    case 'insufficient-scope':
+      return { endpoint, outcome, scope: summaryScope(d), tokenId: d.tokenId, issuer: d.issuer, user: d.user };
+    case 'invalid-token':
+      return { endpoint, outcome, scope: summaryScope(d), why: d.why, tokenId: d.tokenId };
+    case 'no-token':
+      return { endpoint, outcome, scope: summaryScope(d) };
+    case 'malformed':
+      return { endpoint, outcome, reason: d.reason };
+    default:
+      return { endpoint, outcome };
+  }
+}
+
 /**
  * The hot path: a plain node:http handler placed before the Express app. Returns false for any URL that
  * is not an auth endpoint, for Express to handle. Nothing here parses a body or builds a URL object.
  */
 export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: HeadResponse) => boolean {
-  const { access, state, metrics, logger, usage, refusals } = ctx;
-  const ANSWERS = answerSets(ctx.cacheMaxAge);
-  const decisions = new DecisionLog(logger);
+  const pipeline = new AuthPipeline(ctx);
+  return (req, res) => pipeline.handle(req, res);
+}
 
-  function answer(res: HeadResponse, set: AnswerSet, d: Decision, now: number): ScopeKindLabel {
+/** One request's path through the pipeline, and the bookkeeping after its answer (metrics, logs, counts). */
+class AuthPipeline {
+  private readonly answers: ReturnType<typeof answerSets>;
+  private readonly decisions: DecisionLog;
+  /** One reused reader: the handler runs to completion before the next request is read. */
+  private readonly headers = new ContractHeaders();
+  /** Misdirected proxies warned about already (at most one line per endpoint and likely sender). */
+  private readonly warned = new Set<string>();
+
+  constructor(private readonly ctx: AuthContext) {
+    this.answers = answerSets(ctx.cacheMaxAge);
+    this.decisions = new DecisionLog(ctx.logger);
+  }
+
+  handle(req: HeadRequest, res: HeadResponse): boolean {
+    const contract = contractFor(req.url ?? '');
+    if (contract === undefined) return false;
+    const endpoint = contract.endpoint;
+    const set = contract.answers(req) === 'nginx' ? this.answers.nginx : this.answers.proxy;
+    const started = performance.now();
+    if (this.ctx.state.draining) res.shouldKeepAlive = false;
+    let outcome: AnswerOutcome;
+    let kind: ScopeKindLabel = 'none';
+    let decision: Decision | null = null;
+    let reading: Described | undefined;
+    try {
+      const index = this.ctx.state.index;
+      if (index === null) {
+        outcome = 'unavailable';
+        sendAnswer(res, set.unavailable);
+      } else {
+        const now = Date.now();
+        const first = this.decideReading(contract, req, index, now);
+        reading = first.reading;
+        if (first.decision.outcome === 'verify-jwt') {
+          const pending = first.decision;
+          void this.answerLater(endpoint, set, res, reading!, started, () => this.verifiedDecision(pending, reading!));
+          return true;
+        }
+        decision = first.decision;
+        const imported = this.ctx.imported && checkImported(this.ctx.imported, () => this.ctx.state.index, this.ctx.access, reading!, decision, index, now);
+        if (imported instanceof Promise) {
+          void this.answerLater(endpoint, set, res, reading!, started, () => imported);
+          return true;
+        }
+        if (imported) decision = imported;
+        outcome = outcomeOf(decision);
+        // A JWT decided in this pass (verified before: the verifier's cache) is a JWT decision all the same.
+        if (isKnownJwtDecision(decision)) this.ctx.metrics.jwtDecision(outcome);
+        kind = this.answer(res, set, decision, now);
+      }
+    } catch (e) {
+      outcome = 'error';
+      kind = 'none';
+      decision = null;
+      this.denyOnError(endpoint, set, res, e);
+    }
+    this.finish(endpoint, started, outcome, kind, reading, decision);
+    return true;
+  }
+
+  private decideReading(contract: Contract, req: HeadRequest, index: AccessIndex, now: number): { decision: Decision | VerifyJwt; reading?: Described } {
+    // node:http keeps only the first MAX_HEADERS_COUNT header lines: a repeat past them would go unseen.
+    if (req.rawHeaders.length >= 2 * MAX_HEADERS_COUNT) return { decision: { outcome: 'malformed', reason: 'too many header lines' } };
+    const reading = contract.read(req, this.headers.read(req.rawHeaders));
+    if (!reading.ok) {
+      if (reading.misdirected !== undefined) this.misdirectedProxy(contract, reading.misdirected, reading.reason);
+      return { decision: { outcome: 'malformed', reason: reading.reason } };
+    }
+    if (reading.method !== null && !isToken(reading.method)) return { decision: { outcome: 'malformed', reason: 'no valid original method' }, reading };
+    return { decision: decide(index, this.ctx.access, reading, now), reading };
+  }
+
+  private misdirectedProxy(contract: Contract, likely: LikelyProxy, reason: string): void {
+    this.ctx.metrics.misdirected(contract.endpoint, likely);
+    const key = `${contract.endpoint} ${likely}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    // Once per endpoint and likely sender: the refusals themselves are counted and sampled like any other.
+    this.ctx.logger.warn({ endpoint: contract.endpoint, likelyProxy: likely }, `requests without this endpoint's target headers are refused: ${reason}`);
+  }
+
+  /**
+   * An answer that waits on a verification (a JWT's signature, an imported token's PBKDF2 hash): `settle` gives
+   * the decision, or null when it cannot be made now (no keys, no free slot, no index), which is answered as
+   * unavailable and never as a grant.
+   */
+  private async answerLater(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, reading: Described, started: number, settle: () => Promise<Decision | null>): Promise<void> {
+    let outcome: AnswerOutcome;
+    let kind: ScopeKindLabel = 'none';
+    let decision: Decision | null;
+    try {
+      decision = await settle();
+      if (decision === null) {
+        outcome = 'unavailable';
+        sendAnswer(res, set.unavailable);
+      } else {
+        outcome = outcomeOf(decision);
+        kind = this.answer(res, set, decision, Date.now());
+      }
+    } catch (e) {
+      outcome = 'error';
+      kind = 'none';
+      decision = null;
+      this.denyOnError(endpoint, set, res, e);
+    }
+    this.finish(endpoint, started, outcome, kind, reading, decision);
+  }
+
+  /**
+   * The JWT path (single sign-on): verify the JWT (signature, issuer, audience, times; keys cached), then decide
+   * again with the result against the index in service *after* verification, so a subject removed meanwhile
+   * does not grant. No keys yet for the issuer: null (unavailable), never a grant; opaque tokens are unaffected.
+   */
+  private async verifiedDecision(pending: VerifyJwt, o: Described): Promise<Decision | null> {
+    if (!this.ctx.oidc) throw new Error('a JWT to verify but no OpenID verifier configured');
+    const v = await this.ctx.oidc.verify(pending.jwt, pending.issuer);
+    const index = this.ctx.state.index;
+    let decision: Decision | null = null;
+    if (index !== null && (v.ok || v.unavailable !== true)) {
+      const verified: VerifiedJwt = v.ok ? { ...v, source: pending.source } : { ok: false, source: pending.source };
+      decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, verified }, Date.now());
+    }
+    this.ctx.metrics.jwtDecision(decision === null ? 'unavailable' : outcomeOf(decision), v.ok ? undefined : v.reason);
+    return decision;
+  }
+
+  private answer(res: HeadResponse, set: AnswerSet, d: Decision, now: number): ScopeKindLabel {
     switch (d.outcome) {
       case 'open':
         sendAnswer(res, set.open);
         return 'none';
       case 'granted':
         sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, now);
-        usage.record(d.scopeKey, d.tokenId, now, d.imported === true);
+        this.ctx.usage.record(d.scopeKey, d.tokenId, now, d.imported === true);
         return d.scope.kind;
       case 'granted-identity':
         sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.expiresAt, now);
-        usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, now);
+        this.ctx.usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, now);
         return d.scope.kind;
       case 'no-token':
         sendAnswer(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
@@ -98,26 +242,25 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
   }
 
-  /** What a refusal is counted by (Refusals): never the method or the path, which the client chooses freely. */
-  function refusalOf(endpoint: EndpointName, d: Decision | null, outcome: AnswerOutcome): Refusal {
-    if (d === null) return { endpoint, outcome };
-    switch (d.outcome) {
-      case 'insufficient-scope':
-        return { endpoint, outcome, scope: summaryScope(d), tokenId: d.tokenId, issuer: d.issuer, user: d.user };
-      case 'invalid-token':
-        return { endpoint, outcome, scope: summaryScope(d), why: d.why, tokenId: d.tokenId };
-      case 'no-token':
-        return { endpoint, outcome, scope: summaryScope(d) };
-      case 'malformed':
-        return { endpoint, outcome, reason: d.reason };
-      default:
-        return { endpoint, outcome };
+  private denyOnError(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, e: unknown): void {
+    this.ctx.logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
+    if (!res.headersSent) sendAnswer(res, set.unavailable);
+    else res.destroy();
+  }
+
+  private finish(endpoint: EndpointName, started: number, outcome: AnswerOutcome, kind: ScopeKindLabel, reading: Described | undefined, decision: Decision | null): void {
+    try {
+      this.ctx.metrics.decision(endpoint, outcome, kind, (performance.now() - started) / 1000);
+      if (outcome !== 'error') this.log(endpoint, reading?.method ?? undefined, decision, outcome);
+    } catch {
+      // The answer is out; bookkeeping must never take the server down.
     }
   }
 
-  function log(endpoint: EndpointName, method: string | undefined, d: Decision | null, outcome: AnswerOutcome): void {
+  private log(endpoint: EndpointName, method: string | undefined, d: Decision | null, outcome: AnswerOutcome): void {
     // Never the raw target or a header: the target may carry ?token=, so the path is logged normalized and
     // without its query. Open answers and grants at debug (grants are counted for TokenUsage's info lines).
+    const decisions = this.decisions;
     if (d?.outcome === 'open') {
       if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path });
       return;
@@ -133,151 +276,9 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
     }
     // Refusals are counted for Refusals' info lines; a bounded sample of them is written at info one by one.
     const refusal = refusalOf(endpoint, d, outcome);
-    const level = refusals.record(refusal, Date.now()) ? 'info' : 'debug';
+    const level = this.ctx.refusals.record(refusal, Date.now()) ? 'info' : 'debug';
     if (!decisions.enabled(level)) return;
     decisions.write(level, { ...refusal, method, path: d !== null && 'path' in d ? d.path : undefined });
-  }
-
-  /** One reused reader: the handler runs to completion before the next request is read. */
-  const headers = new ContractHeaders();
-  /** Misdirected proxies warned about already (at most one line per endpoint and likely sender). */
-  const warned = new Set<string>();
-
-  function decideReading(contract: Contract, req: HeadRequest, index: AccessIndex, now: number): { decision: Decision | VerifyJwt; reading?: Described } {
-    // node:http keeps only the first MAX_HEADERS_COUNT header lines: a repeat past them would go unseen.
-    if (req.rawHeaders.length >= 2 * MAX_HEADERS_COUNT) return { decision: { outcome: 'malformed', reason: 'too many header lines' } };
-    const reading = contract.read(req, headers.read(req.rawHeaders));
-    if (!reading.ok) {
-      if (reading.misdirected !== undefined) misdirectedProxy(contract, reading.misdirected, reading.reason);
-      return { decision: { outcome: 'malformed', reason: reading.reason } };
-    }
-    if (reading.method !== null && !isToken(reading.method)) return { decision: { outcome: 'malformed', reason: 'no valid original method' }, reading };
-    return { decision: decide(index, access, reading, now), reading };
-  }
-
-  function misdirectedProxy(contract: Contract, likely: LikelyProxy, reason: string): void {
-    metrics.misdirected(contract.endpoint, likely);
-    const key = `${contract.endpoint} ${likely}`;
-    if (warned.has(key)) return;
-    warned.add(key);
-    // Once per endpoint and likely sender: the refusals themselves are counted and sampled like any other.
-    logger.warn({ endpoint: contract.endpoint, likelyProxy: likely }, `requests without this endpoint's target headers are refused: ${reason}`);
-  }
-
-  return function handleAuth(req: HeadRequest, res: HeadResponse): boolean {
-    const contract = contractFor(req.url ?? '');
-    if (contract === undefined) return false;
-    const endpoint = contract.endpoint;
-    const set = contract.answers(req) === 'nginx' ? ANSWERS.nginx : ANSWERS.proxy;
-
-    const started = performance.now();
-    if (state.draining) res.shouldKeepAlive = false;
-    let outcome: AnswerOutcome;
-    let kind: ScopeKindLabel = 'none';
-    let decision: Decision | null = null;
-    let reading: Described | undefined;
-    try {
-      const index = state.index;
-      if (index === null) {
-        outcome = 'unavailable';
-        sendAnswer(res, set.unavailable);
-      } else {
-        const now = Date.now();
-        const first = decideReading(contract, req, index, now);
-        reading = first.reading;
-        if (first.decision.outcome === 'verify-jwt') {
-          void verifyThenAnswer(endpoint, set, res, reading!, first.decision, started);
-          return true;
-        }
-        decision = first.decision;
-        const imported = ctx.imported && checkImported(ctx.imported, () => state.index, access, reading!, decision, index, now);
-        if (imported instanceof Promise) {
-          void importedThenAnswer(endpoint, set, res, reading!, imported, started);
-          return true;
-        }
-        if (imported) decision = imported;
-        outcome = outcomeOf(decision);
-        // A JWT decided in this pass (verified before: the verifier's cache) is a JWT decision all the same.
-        if (isKnownJwtDecision(decision)) metrics.jwtDecision(outcome);
-        kind = answer(res, set, decision, now);
-      }
-    } catch (e) {
-      outcome = 'error';
-      kind = 'none';
-      decision = null;
-      denyOnError(endpoint, set, res, e);
-    }
-    finish(endpoint, started, outcome, kind, reading, decision);
-    return true;
-  };
-
-  function denyOnError(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, e: unknown): void {
-    logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
-    if (!res.headersSent) sendAnswer(res, set.unavailable);
-    else res.destroy();
-  }
-
-  function finish(endpoint: EndpointName, started: number, outcome: AnswerOutcome, kind: ScopeKindLabel, reading: Described | undefined, decision: Decision | null): void {
-    try {
-      metrics.decision(endpoint, outcome, kind, (performance.now() - started) / 1000);
-      if (outcome !== 'error') log(endpoint, reading?.method ?? undefined, decision, outcome);
-    } catch {
-      // The answer is out; bookkeeping must never take the server down.
-    }
-  }
-
-  /** An imported token being verified off the event loop: no free slot (null) is refused as unavailable, never granted. */
-  async function importedThenAnswer(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, o: Described, pending: Promise<Decision | null>, started: number): Promise<void> {
-    let outcome: AnswerOutcome = 'error';
-    let kind: ScopeKindLabel = 'none';
-    let decision: Decision | null;
-    try {
-      decision = await pending;
-      if (decision === null) {
-        outcome = 'unavailable';
-        sendAnswer(res, set.unavailable);
-      } else {
-        outcome = outcomeOf(decision);
-        kind = answer(res, set, decision, Date.now());
-      }
-    } catch (e) {
-      decision = null;
-      denyOnError(endpoint, set, res, e);
-    }
-    finish(endpoint, started, outcome, kind, o, decision);
-  }
-
-  /**
-   * The JWT path (single sign-on): verify the JWT (signature, issuer, audience, times; keys cached), then decide
-   * again with the result against the index in service *after* verification, so a subject removed meanwhile
-   * does not grant. No keys yet for the issuer: unavailable, never a grant; opaque tokens are unaffected.
-   */
-  async function verifyThenAnswer(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, o: Described, pending: VerifyJwt, started: number): Promise<void> {
-    let outcome: AnswerOutcome;
-    let kind: ScopeKindLabel = 'none';
-    let decision: Decision | null = null;
-    try {
-      if (!ctx.oidc) throw new Error('a JWT to verify but no OpenID verifier configured');
-      const v = await ctx.oidc.verify(pending.jwt, pending.issuer);
-      const index = state.index;
-      if (index === null || (!v.ok && v.unavailable === true)) {
-        outcome = 'unavailable';
-        sendAnswer(res, set.unavailable);
-      } else {
-        const now = Date.now();
-        const verified: VerifiedJwt = v.ok ? { ...v, source: pending.source } : { ok: false, source: pending.source };
-        decision = decide(index, access, { method: o.method, target: o.target, authorization: o.authorization, verified }, now);
-        outcome = outcomeOf(decision);
-        kind = answer(res, set, decision, now);
-      }
-      metrics.jwtDecision(outcome, v.ok ? undefined : v.reason);
-    } catch (e) {
-      outcome = 'error';
-      kind = 'none';
-      decision = null;
-      denyOnError(endpoint, set, res, e);
-    }
-    finish(endpoint, started, outcome, kind, o, decision);
   }
 }
 
