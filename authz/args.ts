@@ -63,12 +63,9 @@ function isDirectory(path: string): boolean {
   }
 }
 
-/**
- * Parses svc-auth's command line. Returns the configuration, or the exit code when there is nothing to
- * run: 0 after --help or --version, 2 after a usage error (the message says what to do).
- */
-export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { exit: number } {
-  const program = new Command('svc-auth')
+/** svc-auth's flags, as commander declares them (help, version and errors go to `io`). */
+function authCommand(io: Output): Command {
+  return new Command('svc-auth')
     .description('Forward-auth server: answers the reverse proxy\'s "may this request proceed?" from an in-memory snapshot of the protected scopes.')
     .addOption(new Option('--scopes-dir <dir>', 'compile the ProtectedScope manifests of DIR in-process, watch it, reload on change'))
     .addOption(new Option('--snapshot-file <file>', 'load a compiled snapshot file (e.g. a mounted ConfigMap key), watch it, reload on change'))
@@ -100,87 +97,115 @@ export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { e
     .allowExcessArguments(false)
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+}
 
+/** The flags as commander returns them (strings as given, before any check). */
+interface GivenFlags {
+  scopesDir?: string;
+  snapshotFile?: string;
+  snapshotConfigmap?: string;
+  namespace?: string;
+  kubeconfig?: string;
+  context?: string;
+  listen: string;
+  metricsListen: string;
+  wafPrefix: string;
+  apiPrefix: string;
+  tokenQueryParam: string;
+  cacheMaxAge: string;
+  refusalLogSample: string;
+  openPathsByDefault?: boolean;
+  logLevel: LogLevel;
+  oidcIssuer: string[];
+  oidcAudience: string[];
+  oidcUsernameClaim: string;
+  oidcUsernamePrefix?: string;
+  oidcGroupsClaim: string;
+  oidcGroupsPrefix?: string;
+  oidcRequiredClaim: string[];
+  oidcCaFile?: string;
+  authenticationConfig?: string;
+}
+
+/**
+ * Parses svc-auth's command line. Returns the configuration, or the exit code when there is nothing to
+ * run: 0 after --help or --version, 2 after a usage error (the message says what to do).
+ */
+export function parseArgs(argv: readonly string[], io: Output): AuthConfig | { exit: number } {
+  const program = authCommand(io);
   try {
     program.parse([...argv], { from: 'user' });
   } catch (e) {
     if (e instanceof CommanderError) return { exit: e.exitCode === 0 ? 0 : 2 };
     throw e;
   }
-  const o = program.opts<{
-    scopesDir?: string;
-    snapshotFile?: string;
-    snapshotConfigmap?: string;
-    namespace?: string;
-    kubeconfig?: string;
-    context?: string;
-    listen: string;
-    metricsListen: string;
-    wafPrefix: string;
-    apiPrefix: string;
-    tokenQueryParam: string;
-    cacheMaxAge: string;
-    refusalLogSample: string;
-    openPathsByDefault?: boolean;
-    logLevel: LogLevel;
-    oidcIssuer: string[];
-    oidcAudience: string[];
-    oidcUsernameClaim: string;
-    oidcUsernamePrefix?: string;
-    oidcGroupsClaim: string;
-    oidcGroupsPrefix?: string;
-    oidcRequiredClaim: string[];
-    oidcCaFile?: string;
-    authenticationConfig?: string;
-  }>();
-  const given = (name: string): boolean => program.getOptionValueSource(name) === 'cli';
+  const o = program.opts<GivenFlags>();
   try {
-    if ([o.scopesDir, o.snapshotFile, o.snapshotConfigmap].filter((v) => v !== undefined).length !== 1) {
-      throw new UsageError('give exactly one snapshot source: --scopes-dir DIR (a directory of ProtectedScope manifests), --snapshot-file FILE (a compiled snapshot) or --snapshot-configmap NAME (the ConfigMaps svc-operator writes)');
-    }
-    if (o.snapshotConfigmap === undefined && (o.namespace ?? o.kubeconfig ?? o.context) !== undefined) {
-      throw new UsageError('--namespace, --kubeconfig and --context go with --snapshot-configmap');
-    }
-    let source: SourceConfig;
-    if (o.snapshotConfigmap !== undefined) {
-      if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(o.snapshotConfigmap)) throw new UsageError(`--snapshot-configmap ${o.snapshotConfigmap}: not a ConfigMap name`);
-      source = {
-        kind: 'configmap',
-        name: o.snapshotConfigmap,
-        ...(o.namespace !== undefined ? { namespace: o.namespace } : {}),
-        ...(o.kubeconfig !== undefined ? { kubeconfig: resolve(o.kubeconfig) } : {}),
-        ...(o.context !== undefined ? { context: o.context } : {}),
-      };
-    } else if (o.scopesDir !== undefined) {
-      const dir = resolve(o.scopesDir);
-      if (!isDirectory(dir)) throw new UsageError(`--scopes-dir ${o.scopesDir}: no such directory (create it, e.g. with "svc --dir ${o.scopesDir} auth add-token ...", or run "npm start" for an example)`);
-      source = { kind: 'scopes-dir', dir };
-    } else {
-      const file = resolve(o.snapshotFile!);
-      if (!isDirectory(dirname(file))) throw new UsageError(`--snapshot-file ${o.snapshotFile}: the directory ${dirname(file)} does not exist (the file itself may appear later)`);
-      source = { kind: 'snapshot-file', file };
-    }
-    const listen = parseHostPort('--listen', o.listen);
-    const metricsListen = parseHostPort('--metrics-listen', o.metricsListen);
-    if (listen.port !== 0 && listen.port === metricsListen.port && (listen.host === metricsListen.host || listen.host === '0.0.0.0' || metricsListen.host === '0.0.0.0')) {
-      throw new UsageError('--listen and --metrics-listen must differ: metrics have their own port');
-    }
-    const access = { ...accessConfig({ wafPrefix: o.wafPrefix, apiPrefix: o.apiPrefix, tokenQueryParam: o.tokenQueryParam }), openPathsByDefault: o.openPathsByDefault === true };
-    if (!/^\d{1,5}$/.test(o.cacheMaxAge) || Number(o.cacheMaxAge) > 86400) {
-      throw new UsageError(`--cache-max-age ${JSON.stringify(o.cacheMaxAge)}: give whole seconds from 0 (no caching) to 86400, e.g. 30`);
-    }
-    if (!/^\d{1,7}$/.test(o.refusalLogSample)) {
-      throw new UsageError(`--refusal-log-sample ${JSON.stringify(o.refusalLogSample)}: give a whole number of lines per minute, e.g. 20 (0: only the per-minute sums)`);
-    }
-    const oidc: OidcOptions = { issuers: oidcIssuers(o, given), ...(o.oidcCaFile !== undefined ? { caFile: resolve(o.oidcCaFile) } : {}) };
-    if (oidc.caFile !== undefined && oidc.issuers.length === 0) throw new UsageError('--oidc-ca-file needs --oidc-issuer or --authentication-config');
-    if (oidc.caFile !== undefined && !isReadableFile(oidc.caFile)) throw new UsageError(`--oidc-ca-file ${o.oidcCaFile}: no such file`);
-    return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample), oidc };
+    return configOf(o, (name) => program.getOptionValueSource(name) === 'cli');
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(`svc-auth: ${e.message}\n${HINT}\n`);
     return { exit: 2 };
   }
+}
+
+/** The checked configuration; a UsageError says what to change. */
+function configOf(o: GivenFlags, given: (name: string) => boolean): AuthConfig {
+  const source = sourceOf(o);
+  const { listen, metricsListen } = listenAddresses(o);
+  const access = { ...accessConfig({ wafPrefix: o.wafPrefix, apiPrefix: o.apiPrefix, tokenQueryParam: o.tokenQueryParam }), openPathsByDefault: o.openPathsByDefault === true };
+  if (!/^\d{1,5}$/.test(o.cacheMaxAge) || Number(o.cacheMaxAge) > 86400) {
+    throw new UsageError(`--cache-max-age ${JSON.stringify(o.cacheMaxAge)}: give whole seconds from 0 (no caching) to 86400, e.g. 30`);
+  }
+  if (!/^\d{1,7}$/.test(o.refusalLogSample)) {
+    throw new UsageError(`--refusal-log-sample ${JSON.stringify(o.refusalLogSample)}: give a whole number of lines per minute, e.g. 20 (0: only the per-minute sums)`);
+  }
+  const oidc = oidcOptions(o, given);
+  return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample), oidc };
+}
+
+/** Exactly one snapshot source, and the flags that go with it. */
+function sourceOf(o: GivenFlags): SourceConfig {
+  if ([o.scopesDir, o.snapshotFile, o.snapshotConfigmap].filter((v) => v !== undefined).length !== 1) {
+    throw new UsageError('give exactly one snapshot source: --scopes-dir DIR (a directory of ProtectedScope manifests), --snapshot-file FILE (a compiled snapshot) or --snapshot-configmap NAME (the ConfigMaps svc-operator writes)');
+  }
+  if (o.snapshotConfigmap === undefined && (o.namespace ?? o.kubeconfig ?? o.context) !== undefined) {
+    throw new UsageError('--namespace, --kubeconfig and --context go with --snapshot-configmap');
+  }
+  if (o.snapshotConfigmap !== undefined) {
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(o.snapshotConfigmap)) throw new UsageError(`--snapshot-configmap ${o.snapshotConfigmap}: not a ConfigMap name`);
+    return {
+      kind: 'configmap',
+      name: o.snapshotConfigmap,
+      ...(o.namespace !== undefined ? { namespace: o.namespace } : {}),
+      ...(o.kubeconfig !== undefined ? { kubeconfig: resolve(o.kubeconfig) } : {}),
+      ...(o.context !== undefined ? { context: o.context } : {}),
+    };
+  }
+  if (o.scopesDir !== undefined) {
+    const dir = resolve(o.scopesDir);
+    if (!isDirectory(dir)) throw new UsageError(`--scopes-dir ${o.scopesDir}: no such directory (create it, e.g. with "svc --dir ${o.scopesDir} auth add-token ...", or run "npm start" for an example)`);
+    return { kind: 'scopes-dir', dir };
+  }
+  const file = resolve(o.snapshotFile!);
+  if (!isDirectory(dirname(file))) throw new UsageError(`--snapshot-file ${o.snapshotFile}: the directory ${dirname(file)} does not exist (the file itself may appear later)`);
+  return { kind: 'snapshot-file', file };
+}
+
+function listenAddresses(o: GivenFlags): { listen: HostPort; metricsListen: HostPort } {
+  const listen = parseHostPort('--listen', o.listen);
+  const metricsListen = parseHostPort('--metrics-listen', o.metricsListen);
+  if (listen.port !== 0 && listen.port === metricsListen.port && (listen.host === metricsListen.host || listen.host === '0.0.0.0' || metricsListen.host === '0.0.0.0')) {
+    throw new UsageError('--listen and --metrics-listen must differ: metrics have their own port');
+  }
+  return { listen, metricsListen };
+}
+
+function oidcOptions(o: GivenFlags, given: (name: string) => boolean): OidcOptions {
+  const oidc: OidcOptions = { issuers: oidcIssuers(o, given), ...(o.oidcCaFile !== undefined ? { caFile: resolve(o.oidcCaFile) } : {}) };
+  if (oidc.caFile !== undefined && oidc.issuers.length === 0) throw new UsageError('--oidc-ca-file needs --oidc-issuer or --authentication-config');
+  if (oidc.caFile !== undefined && !isReadableFile(oidc.caFile)) throw new UsageError(`--oidc-ca-file ${o.oidcCaFile}: no such file`);
+  return oidc;
 }
 
 const OIDC_FLAGS = ['oidcIssuer', 'oidcAudience', 'oidcUsernameClaim', 'oidcUsernamePrefix', 'oidcGroupsClaim', 'oidcGroupsPrefix', 'oidcRequiredClaim'];

@@ -7,7 +7,8 @@
 //   helper threads for parallel scavenges and concurrent marking only take turns with the main thread on
 //   that core (the wake-ups and switches showed in profiles). bench:auth measured ~9% less CPU per granted
 //   answer with it, and a lower p99 during reloads.
-import { parseArgs, type SourceConfig } from './args.js';
+import type { Logger } from 'pino';
+import { parseArgs, type AuthConfig, type SourceConfig } from './args.js';
 import { createLogger } from './log.js';
 import { startServer, type RunningServer } from './server.js';
 import { ConfigMapSource } from './sources/configmap.js';
@@ -38,17 +39,7 @@ async function main(): Promise<void> {
     return;
   }
   const { logger, close, flushSync, dropped } = createLogger(parsed.logLevel);
-  process.on('uncaughtException', (e) => {
-    logger.fatal({ err: e }, 'uncaught exception; exiting');
-    flushSync();
-    process.exit(1);
-  });
-  process.on('unhandledRejection', (e) => {
-    logger.fatal({ err: e }, 'unhandled rejection; exiting');
-    flushSync();
-    process.exit(1);
-  });
-
+  exitOnUncaught(logger, flushSync);
   const source = sourceFor(parsed.source);
   let server: RunningServer;
   try {
@@ -60,6 +51,26 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   server.metrics.countLogDrops(dropped);
+  announce(logger, parsed, server, source);
+  stopOnSignals(logger, server, close);
+}
+
+/** A fault nothing caught ends the process (the pod restarts): the line about it is written before exiting. */
+function exitOnUncaught(logger: Logger, flushSync: () => void): void {
+  process.on('uncaughtException', (e) => {
+    logger.fatal({ err: e }, 'uncaught exception; exiting');
+    flushSync();
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (e) => {
+    logger.fatal({ err: e }, 'unhandled rejection; exiting');
+    flushSync();
+    process.exit(1);
+  });
+}
+
+/** The start line: where svc-auth listens, what it serves from, and what its settings make of paths and identities. */
+function announce(logger: Logger, parsed: AuthConfig, server: RunningServer, source: SnapshotSource): void {
   logger.info(
     {
       listen: server.url,
@@ -78,7 +89,10 @@ async function main(): Promise<void> {
   if (parsed.access.openPathsByDefault) {
     logger.warn('--open-paths-by-default: process execution and stations writes are open to anyone until a path scope has a token; protect them another way');
   }
+}
 
+/** SIGTERM and SIGINT drain once: no new connections, in-flight requests finish, then exit 0. */
+function stopOnSignals(logger: Logger, server: RunningServer, close: () => Promise<void>): void {
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return;

@@ -4,7 +4,7 @@ import express from 'express';
 import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler, type ServingState } from './auth-pipeline.js';
-import { installFront, MAX_HEADERS_COUNT } from './http-front.js';
+import { installFront, MAX_HEADERS_COUNT, type Front, type FrontHandler } from './http-front.js';
 import { answerSets } from './answers.js';
 import { contractFor } from './endpoints/index.js';
 import { OidcVerifier, type OidcOptions } from './oidc.js';
@@ -86,30 +86,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { logger, source } = options;
   const metrics = options.metrics ?? new AuthMetrics();
   const state = new SnapshotState();
+  const deciding = createDeciding(options, state, metrics);
+  const { server, front } = createAuthServer(deciding.auth, createApp(state, options.access), state, options.cacheMaxAge ?? 30);
+  const metricsServer = createMetricsServer(metrics, logger);
+  const [address, metricsAddress] = await listenBoth(server, options.listen, metricsServer, options.metricsListen);
 
+  metrics.sourceKnown(source.kind);
+  const firstLoad = source.start(snapshotSink(state, metrics, source, logger)).catch((e: unknown) => {
+    logger.error({ err: e, source: source.kind }, 'the snapshot source failed to start');
+  });
+  const shutdown = once(() => drainAndStop({ state, metrics, logger, server, front, metricsServer, source, deciding, drainTimeoutMs: options.drainTimeoutMs ?? 10_000 }));
+  return { url: urlOf(address), metricsUrl: urlOf(metricsAddress), address, metricsAddress, state, metrics, firstLoad, shutdown };
+}
+
+/** The Express side: health, readiness, the public list of closed scopes, 404 for the rest. */
+function createApp(state: SnapshotState, access: AccessConfig): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.get('/healthz', (_req, res) => {
     res.set('Cache-Control', 'no-store').type('text/plain').send('ok\n');
   });
-  // The public list of closed scopes, rendered once per index in service.
-  let listed: { index: AccessIndex; list: ProtectedList } | null = null;
-  app.get('/authz/v1/protected', (req, res) => {
-    const index = state.index;
-    if (index === null) {
-      res.status(503).set('Cache-Control', 'no-store').type('text/plain').send('not ready: no snapshot loaded yet\n');
-      return;
-    }
-    if (listed?.index !== index) listed = { index, list: renderProtectedList(index, options.access) };
-    const { body, etag } = listed.list;
-    res.set('ETag', etag).set('Cache-Control', 'no-cache');
-    if (req.get('If-None-Match')?.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
-      res.status(304).end();
-      return;
-    }
-    res.type('application/json').send(body);
-  });
+  app.get('/authz/v1/protected', protectedListHandler(state, access));
   app.get('/readyz', (_req, res) => {
     res.set('Cache-Control', 'no-store').type('text/plain');
     if (state.draining) res.status(503).send('draining\n');
@@ -119,7 +117,39 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.use((_req, res) => {
     res.status(404).set('Cache-Control', 'no-store').type('text/plain').send('not found\n');
   });
+  return app;
+}
 
+/** The public list of closed scopes, rendered once per index in service and revalidated by its ETag. */
+function protectedListHandler(state: SnapshotState, access: AccessConfig): express.RequestHandler {
+  let listed: { index: AccessIndex; list: ProtectedList } | null = null;
+  return (req, res) => {
+    const index = state.index;
+    if (index === null) {
+      res.status(503).set('Cache-Control', 'no-store').type('text/plain').send('not ready: no snapshot loaded yet\n');
+      return;
+    }
+    if (listed?.index !== index) listed = { index, list: renderProtectedList(index, access) };
+    const { body, etag } = listed.list;
+    res.set('ETag', etag).set('Cache-Control', 'no-cache');
+    if (req.get('If-None-Match')?.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
+      res.status(304).end();
+      return;
+    }
+    res.type('application/json').send(body);
+  };
+}
+
+/** The auth handler and what it answers with and reports to: grants and refusals counted, JWTs and imported tokens verified. */
+interface Deciding {
+  readonly auth: FrontHandler;
+  readonly usage: TokenUsage;
+  readonly refusals: Refusals;
+  readonly oidc: OidcVerifier | undefined;
+}
+
+function createDeciding(options: ServerOptions, state: SnapshotState, metrics: AuthMetrics): Deciding {
+  const { logger } = options;
   const usage = new TokenUsage(logger, options.usageWindowMs ?? 60_000);
   const refusals = new Refusals(logger, { windowMs: options.usageWindowMs ?? 60_000, ...(options.refusalSample !== undefined ? { sample: options.refusalSample } : {}) });
   const oidc = options.oidc && options.oidc.issuers.length > 0 ? new OidcVerifier(options.oidc, { jwksFetch: (i, ok) => metrics.jwksFetch(i, ok) }, logger) : undefined;
@@ -128,6 +158,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers, knownJwt: oidc.known.bind(oidc) } : options.access;
   const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge: options.cacheMaxAge ?? 30, ...(oidc ? { oidc } : {}),
     imported: new ImportedTokens(options.importedTokens ?? DEFAULT_IMPORTED_TOKENS) });
+  return { auth, usage, refusals, oidc };
+}
+
+/** One port: the strict front answers auth requests; node:http (the auth handler again, then Express) the rest. */
+function createAuthServer(auth: FrontHandler, app: express.Express, state: SnapshotState, cacheMaxAge: number): { server: Server; front: Front } {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!auth(req, res)) {
       if (state.draining) res.shouldKeepAlive = false;
@@ -139,12 +174,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   server.headersTimeout = 66_000;
   // The auth endpoints refuse a request that reaches this count (a repeat past it would go unseen).
   server.maxHeadersCount = MAX_HEADERS_COUNT;
-  // Auth requests are answered by the strict front; anything else it hands to node:http above.
   // nginx's auth_request turns node:http's 431 for an oversized head into a 500: its endpoints refuse with 403.
-  const nginxRefusal = answerSets(options.cacheMaxAge ?? 30).nginx.malformed;
+  const nginxRefusal = answerSets(cacheMaxAge).nginx.malformed;
   const front = installFront(server, auth, { tooLarge: (target) => (contractFor(target)?.answers({ url: target, rawHeaders: [] }) === 'nginx' ? nginxRefusal : undefined) });
+  return { server, front };
+}
 
-  const metricsServer = createServer((req, res) => {
+function createMetricsServer(metrics: AuthMetrics, logger: Logger): Server {
+  return createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics') return plain(res, 404, 'not found: see /metrics\n');
     metrics.registry.metrics().then(
@@ -158,19 +195,22 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
     );
   });
+}
 
-  let address: AddressInfo;
-  let metricsAddress: AddressInfo;
+/** Both ports or neither: a failure to bind the second closes the first. */
+async function listenBoth(server: Server, at: HostPort, metricsServer: Server, metricsAt: HostPort): Promise<[AddressInfo, AddressInfo]> {
   try {
-    address = await listen(server, options.listen);
-    metricsAddress = await listen(metricsServer, options.metricsListen);
+    return [await listen(server, at), await listen(metricsServer, metricsAt)];
   } catch (e) {
     server.close();
     metricsServer.close();
     throw e;
   }
+}
 
-  const sink: SnapshotSink = {
+/** Where the source delivers: a loaded snapshot replaces the index in service whole; a refused one keeps it. */
+function snapshotSink(state: SnapshotState, metrics: AuthMetrics, source: SnapshotSource, logger: Logger): SnapshotSink {
+  return {
     loaded(s: LoadedSnapshot) {
       const previous = state.index;
       state.index = s.index;
@@ -190,39 +230,47 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }
     },
   };
-  metrics.sourceKnown(source.kind);
-  const firstLoad = source.start(sink).catch((e: unknown) => {
-    logger.error({ err: e, source: source.kind }, 'the snapshot source failed to start');
+}
+
+/** The first call runs `f`; every later call gets the same promise. */
+function once(f: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | null = null;
+  return () => (running ??= f());
+}
+
+interface Running {
+  readonly state: SnapshotState;
+  readonly metrics: AuthMetrics;
+  readonly logger: Logger;
+  readonly server: Server;
+  readonly front: Front;
+  readonly metricsServer: Server;
+  readonly source: SnapshotSource;
+  readonly deciding: Deciding;
+  readonly drainTimeoutMs: number;
+}
+
+/** Not ready, stop accepting, let in-flight requests finish (bounded), then stop the rest. */
+async function drainAndStop(r: Running): Promise<void> {
+  r.state.draining = true;
+  r.metrics.setReady(false);
+  const closed = new Promise<void>((resolve) => r.server.close(() => resolve()));
+  r.server.closeIdleConnections();
+  r.front.closeIdle();
+  const force = setTimeout(() => {
+    r.logger.warn({ drainTimeoutMs: r.drainTimeoutMs }, 'drain timeout: closing the remaining connections');
+    r.server.closeAllConnections();
+    r.front.closeAll();
+  }, r.drainTimeoutMs);
+  await closed;
+  clearTimeout(force);
+  // After the drain: JWT requests still waiting for verification are answered, not reset.
+  r.deciding.oidc?.stop();
+  r.deciding.usage.stop();
+  r.deciding.refusals.stop();
+  await r.source.stop();
+  await new Promise<void>((resolve) => {
+    r.metricsServer.close(() => resolve());
+    r.metricsServer.closeAllConnections();
   });
-
-  let stopping: Promise<void> | null = null;
-  const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
-  function shutdown(): Promise<void> {
-    stopping ??= (async () => {
-      state.draining = true;
-      metrics.setReady(false);
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      front.closeIdle();
-      const force = setTimeout(() => {
-        logger.warn({ drainTimeoutMs }, 'drain timeout: closing the remaining connections');
-        server.closeAllConnections();
-        front.closeAll();
-      }, drainTimeoutMs);
-      await closed;
-      clearTimeout(force);
-      // After the drain: JWT requests still waiting for verification are answered, not reset.
-      oidc?.stop();
-      usage.stop();
-      refusals.stop();
-      await source.stop();
-      await new Promise<void>((resolve) => {
-        metricsServer.close(() => resolve());
-        metricsServer.closeAllConnections();
-      });
-    })();
-    return stopping;
-  }
-
-  return { url: urlOf(address), metricsUrl: urlOf(metricsAddress), address, metricsAddress, state, metrics, firstLoad, shutdown };
 }
