@@ -76,132 +76,175 @@ export class IncrementalIndex {
   }
 
   private async byDifference(prev: State, generation: string, shards: readonly IndexedShard[], tick: Yield): Promise<State | undefined> {
-    const before = new Set(prev.shards.map((s) => s.digest));
-    const after = new Set(shards.map((s) => s.digest));
-    const gone = prev.shards.filter((s) => !after.has(s.digest));
-    const come = shards.filter((s) => !before.has(s.digest));
-    // Lines that only moved between shards (boundaries shifted) are not changes.
-    const goneLines = new Set<string>();
-    for (const s of gone) for (const l of s.lines) goneLines.add(l);
-    const comeLines = new Set<string>();
-    for (const s of come) for (const l of s.lines) comeLines.add(l);
-    const removed = new Map<string, Scope>();
-    for (const s of gone) s.lines.forEach((l, i) => !comeLines.has(l) && removed.set(scopeKey(s.scopes[i]!), s.scopes[i]!));
-    const added: SnapshotScope[] = [];
-    for (const s of come) s.lines.forEach((l, i) => !goneLines.has(l) && added.push(s.scopes[i]!));
-    // More than a third of the index changed: a full build is as cheap, and simpler.
-    if (removed.size + added.length > prev.index.scopeCount / 3 + 50) return undefined;
-    // Prefix paths (`wis2downloader`) live in a trie of their own too; they are few and change rarely.
-    if ([...removed.values(), ...added].some((s) => s.kind === 'path' && isPrefixPath(s.value))) return undefined;
-
+    const changes = changesBetween(prev.shards, shards);
+    if (!worthApplying(prev.index, changes)) return undefined;
     const p = prev.index;
-    const datasets = new Map(p.datasets);
-    const paths = new Map(p.paths);
-    const topics = new Map(p.topics);
-    const cloned = new Set<TopicNode>();
-    let scopeCount = p.scopeCount;
-
-    // Checks first (a duplicate key means something is off: leave it to the full build and its error).
-    const addedKeys = new Set<string>();
-    // Scopes that differ only in case share one entry (AccessIndexBuilder merges them): any change that
-    // touches such a key is left to the full build too.
-    const addedFolded = new Set<string>();
-    for (const s of added) {
-      const key = scopeKey(s);
-      const folded = foldCase(key);
-      if (addedKeys.has(key) || addedFolded.has(folded)) return undefined;
-      addedKeys.add(key);
-      addedFolded.add(folded);
-      const held = entryOf(p, s);
-      if (held && (!removed.has(held.key) || held.merged)) return undefined;
-    }
-    for (const [key, scope] of removed) {
-      const held = entryOf(p, scope);
-      if (!held || held.key !== key || held.merged) return undefined;
-    }
-
-    // Trie edits, copy-on-write along the path.
-    const writableChild = (parent: Map<string, TopicNode>, raw: string, create: boolean): TopicNode | undefined => {
-      const level = foldCase(raw);
-      const node = parent.get(level);
-      if (node && cloned.has(node)) return node;
-      if (!node && !create) return undefined;
-      const copy: TopicNode = node ? { ...(node.scope ? { scope: node.scope } : {}), children: new Map(node.children) } : { children: new Map() };
-      cloned.add(copy);
-      parent.set(level, copy);
-      return copy;
+    const edited = await applyScopes(p, changes, tick);
+    const { tokens, imported } = await nextTokenTable(p, changes, edited.fresh, tick);
+    const index: AccessIndex = {
+      generation, scopeCount: edited.scopeCount, tokenCount: tokens.size + imported,
+      topics: edited.topics.root, datasets: edited.datasets, paths: edited.paths, ...(p.prefixes ? { prefixes: p.prefixes } : {}), tokens,
     };
-    const setTopic = (levels: readonly string[], entry: IndexedScope | undefined) => {
-      const path: [Map<string, TopicNode>, string, TopicNode][] = [];
-      let children = topics;
-      for (const level of levels) {
-        const node = writableChild(children, level, entry !== undefined);
-        if (!node) return;
-        path.push([children, foldCase(level), node]);
-        children = node.children;
-      }
-      const last = path.at(-1)![2] as { scope?: IndexedScope };
-      if (entry) last.scope = entry;
-      else delete last.scope;
-      // Prune nodes left with neither a scope nor children, as a fresh build would not have them.
-      for (let i = path.length - 1; i >= 0; i--) {
-        const [parent, level, node] = path[i]!;
-        if (node.scope || node.children.size > 0) break;
-        parent.delete(level);
-      }
-    };
-
-    let n = 0;
-    for (const scope of removed.values()) {
-      scopeCount--;
-      if (scope.kind === 'dataset') datasets.delete(foldCase(scope.value));
-      else if (scope.kind === 'path') paths.delete(foldCase(scope.value));
-      else setTopic(scopeLevels(scope), undefined);
-      if ((++n & 63) === 0) await tick();
-    }
-    const fresh: [IndexedScope, SnapshotScope][] = [];
-    let freshTokens = 0;
-    for (const s of added) {
-      const entry = indexedScopeOf(s);
-      const levels = scopeLevels(entry.scope);
-      fresh.push([entry, s]);
-      freshTokens += s.tokens.length;
-      scopeCount++;
-      if (s.kind === 'dataset') datasets.set(foldCase(s.value), entry);
-      else if (s.kind === 'path') paths.set(foldCase(s.value), entry);
-      else setTopic(levels, entry);
-      if ((++n & 63) === 0) await tick();
-    }
-
-    // The next token table: the previous one's records minus the removed scopes' (copied as bytes, in
-    // slices), plus the added scopes' tokens. Unchanged scopes are the same IndexedScope objects in both
-    // indexes; the new table holds its owners in its own array, so the previous table is never touched.
-    const dropped = new Set<IndexedScope>();
-    for (const scope of removed.values()) dropped.add(entryOf(p, scope)!);
-    const keep = (owner: IndexedScope) => !dropped.has(owner);
-    const table = new TokenTableBuilder<IndexedScope>(p.tokens.size + freshTokens);
-    for (let r = 0; r < p.tokens.size; r += TOKENS_PER_TICK) {
-      p.tokens.copyInto(table, keep, r, r + TOKENS_PER_TICK);
-      await tick();
-    }
-    let sinceTick = 0;
-    for (const [entry, s] of fresh) {
-      addScopeTokens(table, entry, s);
-      sinceTick += s.tokens.length;
-      if (sinceTick >= TOKENS_PER_TICK) {
-        sinceTick = 0;
-        await tick();
-      }
-    }
-    const tokens = table.build();
-    // Imported (PBKDF2) records are counted in tokenCount but live on their entries, not in the table: carry the
-    // previous count over, less the dropped entries' and plus the fresh ones', as a full build would count them.
-    let imported = p.tokenCount - p.tokens.size;
-    for (const owner of dropped) imported -= owner.imported?.length ?? 0;
-    for (const [entry] of fresh) imported += entry.imported?.length ?? 0;
-    const index: AccessIndex = { generation, scopeCount, tokenCount: tokens.size + imported, topics, datasets, paths, ...(p.prefixes ? { prefixes: p.prefixes } : {}), tokens };
     return { index, shards };
   }
+}
+
+/** The scopes a new shard list removes (by key) and adds, relative to the previous one. */
+interface Changes {
+  readonly removed: ReadonlyMap<string, Scope>;
+  readonly added: readonly SnapshotScope[];
+}
+
+function changesBetween(previous: readonly IndexedShard[], shards: readonly IndexedShard[]): Changes {
+  const before = new Set(previous.map((s) => s.digest));
+  const after = new Set(shards.map((s) => s.digest));
+  const gone = previous.filter((s) => !after.has(s.digest));
+  const come = shards.filter((s) => !before.has(s.digest));
+  // Lines that only moved between shards (boundaries shifted) are not changes.
+  const goneLines = new Set<string>();
+  for (const s of gone) for (const l of s.lines) goneLines.add(l);
+  const comeLines = new Set<string>();
+  for (const s of come) for (const l of s.lines) comeLines.add(l);
+  const removed = new Map<string, Scope>();
+  for (const s of gone) s.lines.forEach((l, i) => !comeLines.has(l) && removed.set(scopeKey(s.scopes[i]!), s.scopes[i]!));
+  const added: SnapshotScope[] = [];
+  for (const s of come) s.lines.forEach((l, i) => !goneLines.has(l) && added.push(s.scopes[i]!));
+  return { removed, added };
+}
+
+/** Whether the changes are applied by difference; anything large, unusual or suspect is left to the full build. */
+function worthApplying(p: AccessIndex, { removed, added }: Changes): boolean {
+  // More than a third of the index changed: a full build is as cheap, and simpler.
+  if (removed.size + added.length > p.scopeCount / 3 + 50) return false;
+  // Prefix paths (`wis2downloader`) live in a trie of their own too; they are few and change rarely.
+  if ([...removed.values(), ...added].some((s) => s.kind === 'path' && isPrefixPath(s.value))) return false;
+  // A duplicate key means something is off: leave it to the full build and its error. Scopes that differ only
+  // in case share one entry (AccessIndexBuilder merges them): any change that touches such a key too.
+  const addedKeys = new Set<string>();
+  const addedFolded = new Set<string>();
+  for (const s of added) {
+    const key = scopeKey(s);
+    const folded = foldCase(key);
+    if (addedKeys.has(key) || addedFolded.has(folded)) return false;
+    addedKeys.add(key);
+    addedFolded.add(folded);
+    const held = entryOf(p, s);
+    if (held && (!removed.has(held.key) || held.merged)) return false;
+  }
+  for (const [key, scope] of removed) {
+    const held = entryOf(p, scope);
+    if (!held || held.key !== key || held.merged) return false;
+  }
+  return true;
+}
+
+/** The topic trie of the next index: copy-on-write along each edited path, the previous trie untouched. */
+class CopyOnWriteTopics {
+  readonly root: Map<string, TopicNode>;
+  private readonly cloned = new Set<TopicNode>();
+
+  constructor(previous: ReadonlyMap<string, TopicNode>) {
+    this.root = new Map(previous);
+  }
+
+  /** Sets (or, with undefined, removes) the scope at `levels`, pruning nodes left empty as a fresh build would. */
+  set(levels: readonly string[], entry: IndexedScope | undefined): void {
+    const path: [Map<string, TopicNode>, string, TopicNode][] = [];
+    let children = this.root;
+    for (const level of levels) {
+      const node = this.writableChild(children, level, entry !== undefined);
+      if (!node) return;
+      path.push([children, foldCase(level), node]);
+      children = node.children;
+    }
+    const last = path.at(-1)![2] as { scope?: IndexedScope };
+    if (entry) last.scope = entry;
+    else delete last.scope;
+    for (let i = path.length - 1; i >= 0; i--) {
+      const [parent, level, node] = path[i]!;
+      if (node.scope || node.children.size > 0) break;
+      parent.delete(level);
+    }
+  }
+
+  private writableChild(parent: Map<string, TopicNode>, raw: string, create: boolean): TopicNode | undefined {
+    const level = foldCase(raw);
+    const node = parent.get(level);
+    if (node && this.cloned.has(node)) return node;
+    if (!node && !create) return undefined;
+    const copy: TopicNode = node ? { ...(node.scope ? { scope: node.scope } : {}), children: new Map(node.children) } : { children: new Map() };
+    this.cloned.add(copy);
+    parent.set(level, copy);
+    return copy;
+  }
+}
+
+/** The next index's lookup structures, with the removed scopes out and the added ones (`fresh`) in. */
+interface EditedScopes {
+  readonly datasets: Map<string, IndexedScope>;
+  readonly paths: Map<string, IndexedScope>;
+  readonly topics: CopyOnWriteTopics;
+  readonly scopeCount: number;
+  readonly fresh: readonly [IndexedScope, SnapshotScope][];
+}
+
+async function applyScopes(p: AccessIndex, { removed, added }: Changes, tick: Yield): Promise<EditedScopes> {
+  const datasets = new Map(p.datasets);
+  const paths = new Map(p.paths);
+  const topics = new CopyOnWriteTopics(p.topics);
+  let scopeCount = p.scopeCount;
+  let n = 0;
+  for (const scope of removed.values()) {
+    scopeCount--;
+    if (scope.kind === 'dataset') datasets.delete(foldCase(scope.value));
+    else if (scope.kind === 'path') paths.delete(foldCase(scope.value));
+    else topics.set(scopeLevels(scope), undefined);
+    if ((++n & 63) === 0) await tick();
+  }
+  const fresh: [IndexedScope, SnapshotScope][] = [];
+  for (const s of added) {
+    const entry = indexedScopeOf(s);
+    fresh.push([entry, s]);
+    scopeCount++;
+    if (s.kind === 'dataset') datasets.set(foldCase(s.value), entry);
+    else if (s.kind === 'path') paths.set(foldCase(s.value), entry);
+    else topics.set(scopeLevels(entry.scope), entry);
+    if ((++n & 63) === 0) await tick();
+  }
+  return { datasets, paths, topics, scopeCount, fresh };
+}
+
+/**
+ * The next token table: the previous one's records minus the removed scopes' (copied as bytes, in slices),
+ * plus the added scopes' tokens. Unchanged scopes are the same IndexedScope objects in both indexes; the new
+ * table holds its owners in its own array, so the previous table is never touched. `imported`: the PBKDF2
+ * records, counted in tokenCount but kept on their entries rather than in the table.
+ */
+async function nextTokenTable(p: AccessIndex, { removed }: Changes, fresh: readonly [IndexedScope, SnapshotScope][], tick: Yield): Promise<{ tokens: AccessIndex['tokens']; imported: number }> {
+  const dropped = new Set<IndexedScope>();
+  for (const scope of removed.values()) dropped.add(entryOf(p, scope)!);
+  const keep = (owner: IndexedScope) => !dropped.has(owner);
+  let freshTokens = 0;
+  for (const [, s] of fresh) freshTokens += s.tokens.length;
+  const table = new TokenTableBuilder<IndexedScope>(p.tokens.size + freshTokens);
+  for (let r = 0; r < p.tokens.size; r += TOKENS_PER_TICK) {
+    p.tokens.copyInto(table, keep, r, r + TOKENS_PER_TICK);
+    await tick();
+  }
+  let sinceTick = 0;
+  for (const [entry, s] of fresh) {
+    addScopeTokens(table, entry, s);
+    sinceTick += s.tokens.length;
+    if (sinceTick >= TOKENS_PER_TICK) {
+      sinceTick = 0;
+      await tick();
+    }
+  }
+  // As a full build would count them: the previous count, less the dropped entries' and plus the fresh ones'.
+  let imported = p.tokenCount - p.tokens.size;
+  for (const owner of dropped) imported -= owner.imported?.length ?? 0;
+  for (const [entry] of fresh) imported += entry.imported?.length ?? 0;
+  return { tokens: table.build(), imported };
 }
 
 async function fullBuild(generation: string, shards: readonly IndexedShard[], tick: Yield): Promise<Result<State>> {
