@@ -100,10 +100,28 @@ const scopeOptions = (cmd: Command, what: string) =>
 const outputOption = (choices: readonly string[], fallback: string) =>
   new Option('-o, --output <format>', 'output format').choices(choices).default(fallback);
 
+/** What a command's action is built from: a loader of its code, run with the context every command gets. */
+type Runner = <A extends unknown[]>(load: () => Promise<(ctx: CommandContext, ...args: A) => Promise<number>>) => (...args: unknown[]) => Promise<void>;
+
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const name = io.programName;
-  const program = new Command(name);
-  program
+  const program = withGlobalOptions(new Command(name));
+  const run = runner(io, setExit);
+  const auth = program.command('auth').description('manage the tokens of protected scopes');
+  // The order of `svc auth --help`.
+  addTokenCommand(auth, run, name);
+  readingCommands(auth, run);
+  subjectCommands(auth, run);
+  stateCommands(auth, run, name);
+  importCommand(auth, run);
+  removeTokenCommand(auth, run);
+  completionCommand(program, io, setExit);
+  configureOutputs(program, io);
+  return program;
+}
+
+function withGlobalOptions(program: Command): Command {
+  return program
     .description('Token-based access control for the data service: manage the tokens of protected scopes (ProtectedScope objects).')
     .version(version(), '-V, --version', 'print the version')
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)')
@@ -114,9 +132,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--open-paths-by-default', "answer as an svc-auth run with --open-paths-by-default does (also $SVC_OPEN_PATHS_BY_DEFAULT=true)")
     .showSuggestionAfterError(true)
     .exitOverride();
+}
 
-  const run =
-    <A extends unknown[]>(load: () => Promise<(ctx: CommandContext, ...args: A) => Promise<number>>) =>
+/** Each action gets the context (io, the global options checked up front, a lazily opened store) and sets the exit code. */
+function runner(io: Io, setExit: (code: number) => void): Runner {
+  return <A extends unknown[]>(load: () => Promise<(ctx: CommandContext, ...args: A) => Promise<number>>) =>
     async (...args: unknown[]) => {
       const cmd = args.at(-1) as Command;
       const globals = cmd.optsWithGlobals<GlobalOptions>();
@@ -136,9 +156,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       const fn = await load();
       setExit(await fn(ctx, ...(args.slice(0, -1) as A)));
     };
+}
 
-  const auth = program.command('auth').description('manage the tokens of protected scopes');
-
+function addTokenCommand(auth: Command, run: Runner, name: string): void {
   scopeOptions(
     auth
       .command('add-token')
@@ -167,6 +187,27 @@ Examples:
       return (ctx, token: string | undefined, opts) => addToken(ctx, token, opts as Parameters<typeof addToken>[2]);
     }));
 
+}
+
+function removeTokenCommand(auth: Command, run: Runner): void {
+  scopeOptions(
+    auth
+      .command('remove-token')
+      .description('remove one token of a scope, given the token or its id; removing the last one opens the scope')
+      .argument('[token]', 'the token to remove ("-" reads it from stdin); or use --id'),
+    'edit',
+  )
+    .option('--id <id>', 'the id of the token to remove (12 hex characters, as show lists them)')
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .action(run(async () => {
+      const { removeToken } = await import('./commands/remove.js');
+      return (ctx, token: string | undefined, opts) => removeToken(ctx, token, opts as Parameters<typeof removeToken>[2]);
+    }));
+
+}
+
+/** show and has-access-topic: they read, never write. */
+function readingCommands(auth: Command, run: Runner): void {
   scopeOptions(auth.command('show').description('list protected scopes: kind, state, token count, token ids, descriptions, expiry (never a token)'), 'only')
     .addOption(outputOption(['table', 'text', 'json', 'yaml', 'wcmp2'], 'table'))
     .action(run(async () => {
@@ -189,6 +230,10 @@ Examples:
       return (ctx, token: string | undefined, opts) => hasAccess(ctx, token, opts as Parameters<typeof hasAccess>[2]);
     }));
 
+}
+
+/** add-subject and remove-subject. */
+function subjectCommands(auth: Command, run: Runner): void {
   for (const [verb, description, purpose] of [
     ['add-subject', 'grant an identity of the OpenID provider access to a scope (a user, or every member of a group); a subject closes the scope as a token does', 'grant'],
     ['remove-subject', 'take an identity\'s grant back; the scope opens when no token, subject or closed: true is left', 'revoke'],
@@ -204,6 +249,10 @@ Examples:
       }));
   }
 
+}
+
+/** What opens or closes a scope besides its tokens: remove-tokens, close, open, public. */
+function stateCommands(auth: Command, run: Runner, name: string): void {
   scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: the scope opens'), 'open')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .action(run(async () => {
@@ -237,6 +286,9 @@ Examples:
       return (ctx, opts) => setPublic(ctx, opts as Parameters<typeof setPublic>[1]);
     }));
 
+}
+
+function importCommand(auth: Command, run: Runner): void {
   auth
     .command('import')
     .description("import a wis2box-auth token store (its SQLite auth.db): one ProtectedScope per topic, each token's PBKDF2 hash kept as it is")
@@ -248,20 +300,10 @@ Examples:
       return (ctx, file: string, opts) => importStore(ctx, file, opts as Parameters<typeof importStore>[2]);
     }));
 
-  scopeOptions(
-    auth
-      .command('remove-token')
-      .description('remove one token of a scope, given the token or its id; removing the last one opens the scope')
-      .argument('[token]', 'the token to remove ("-" reads it from stdin); or use --id'),
-    'edit',
-  )
-    .option('--id <id>', 'the id of the token to remove (12 hex characters, as show lists them)')
-    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action(run(async () => {
-      const { removeToken } = await import('./commands/remove.js');
-      return (ctx, token: string | undefined, opts) => removeToken(ctx, token, opts as Parameters<typeof removeToken>[2]);
-    }));
+}
 
+function completionCommand(program: Command, io: Io, setExit: (code: number) => void): void {
+  const name = program.name();
   program
     .command('completion')
     .description('print a shell completion script (bash or zsh) for this command tree')
@@ -274,7 +316,10 @@ Examples:
       setExit(EXIT_OK);
     });
 
-  // Output and one-line usage errors for every command, wherever it sits in the tree.
+}
+
+/** Output and one-line usage errors for every command, wherever it sits in the tree. */
+function configureOutputs(program: Command, io: Io): void {
   const configure = (cmd: Command) => {
     cmd.exitOverride().configureOutput({
       writeOut: (s) => io.out(s),
@@ -288,7 +333,6 @@ Examples:
     cmd.commands.forEach(configure);
   };
   configure(program);
-  return program;
 }
 
 /** Runs the program on argv (without node and script); returns the exit code. Never throws. */

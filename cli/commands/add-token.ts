@@ -83,54 +83,84 @@ export function addTokenMutation(scope: Scope, record: TokenRecord, namespace: s
 }
 
 export async function addToken(ctx: CommandContext, tokenArg: string | undefined, options: AddTokenOptions): Promise<number> {
-  const { io } = ctx;
   // Every check happens before the store is touched.
   const scope = scopeFromFlags(options, ctx.commandPath);
-  const nowMs = io.now();
+  const nowMs = ctx.io.now();
   const expiresAt = expiryFrom(options, nowMs, ctx.commandPath);
-  const description = options.description;
-  if (description !== undefined) {
-    if (description.length > MAX_DESCRIPTION_LENGTH) throw usageError(`--description: at most ${MAX_DESCRIPTION_LENGTH} characters (this one has ${description.length})`);
-    if (/\p{Cc}/u.test(description)) throw usageError('--description: no control characters or line breaks');
-  }
-  let token: string;
+  checkDescription(options.description);
   const generated = tokenArg === undefined;
-  if (generated) {
-    token = formatGeneratedToken(io.random(RANDOM_BYTES));
-  } else {
-    token = await tokenArgument(tokenArg, io);
-    const checked = checkSuppliedToken(token);
-    if (!checked.ok) throw usageError(`invalid token: ${checked.error}`);
-  }
+  const token = await theToken(ctx, tokenArg);
+  const record = tokenRecordOf(token, nowMs, options.description, expiresAt);
+
+  const store = await ctx.openStore();
+  const result = await store.update(scope, addTokenMutation(scope, record, store.namespace), { dryRun: options.dryRun === true });
+  const added: Added = {
+    scope, record, generated, token, where: store.where,
+    object: result.objects.find((o) => o.metadata.name === scopeObjectName(scope))!,
+    total: new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size,
+  };
+  if (options.dryRun && options.output !== 'text') printManifest(ctx, added, options.output);
+  else printAdded(ctx, added, options);
+  return 0;
+}
+
+function checkDescription(description: string | undefined): void {
+  if (description === undefined) return;
+  if (description.length > MAX_DESCRIPTION_LENGTH) throw usageError(`--description: at most ${MAX_DESCRIPTION_LENGTH} characters (this one has ${description.length})`);
+  if (/\p{Cc}/u.test(description)) throw usageError('--description: no control characters or line breaks');
+}
+
+/** The token given (checked), or a new one when none was. */
+async function theToken(ctx: CommandContext, tokenArg: string | undefined): Promise<string> {
+  if (tokenArg === undefined) return formatGeneratedToken(ctx.io.random(RANDOM_BYTES));
+  const token = await tokenArgument(tokenArg, ctx.io);
+  const checked = checkSuppliedToken(token);
+  if (!checked.ok) throw usageError(`invalid token: ${checked.error}`);
+  return token;
+}
+
+function tokenRecordOf(token: string, nowMs: number, description: string | undefined, expiresAt: string | undefined): TokenRecord {
   const hash = hashToken(token);
-  const record: TokenRecord = {
+  return {
     id: tokenIdOf(hash),
     hash,
     ...(description !== undefined && description !== '' ? { description } : {}),
     createdAt: isoSeconds(nowMs),
     ...(expiresAt !== undefined ? { expiresAt } : {}),
   };
+}
 
-  const store = await ctx.openStore();
-  const result = await store.update(scope, addTokenMutation(scope, record, store.namespace), { dryRun: options.dryRun === true });
-  const name = scopeObjectName(scope);
-  const object = result.objects.find((o) => o.metadata.name === name)!;
-  const total = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
+/** What add-token did: the record in its object, and the token (printed only when generated here). */
+interface Added {
+  readonly scope: Scope;
+  readonly record: TokenRecord;
+  readonly generated: boolean;
+  readonly token: string;
+  readonly where: string;
+  readonly object: ProtectedScope;
+  /** Tokens of the scope now, over all its objects. */
+  readonly total: number;
+}
 
-  if (options.dryRun && options.output !== 'text') {
-    io.out(structured(options.output, manifestOf(object)));
-    if (generated) io.err(`token ${token} (id ${record.id}): dry run, nothing was written; store the token now, it is in the manifest only as a hash\n`);
-    else io.err(`token id ${record.id}: dry run, nothing was written\n`);
-    return 0;
-  }
+/** --dry-run -o yaml|json: the manifest on stdout (for a GitOps repository), the token on stderr. */
+function printManifest(ctx: CommandContext, a: Added, output: 'json' | 'yaml'): void {
+  ctx.io.out(structured(output, manifestOf(a.object)));
+  if (a.generated) ctx.io.err(`token ${a.token} (id ${a.record.id}): dry run, nothing was written; store the token now, it is in the manifest only as a hash\n`);
+  else ctx.io.err(`token id ${a.record.id}: dry run, nothing was written\n`);
+}
+
+function printAdded(ctx: CommandContext, a: Added, options: AddTokenOptions): void {
+  const { io } = ctx;
+  const { record, scope, total } = a;
+  const name = a.object.metadata.name;
   if (options.output !== 'text') {
     io.out(
       structured(options.output, {
-        ...(generated ? { token } : {}),
+        ...(a.generated ? { token: a.token } : {}),
         id: record.id,
         scope: scopeJson(scope),
         object: name,
-        store: store.where,
+        store: a.where,
         state: 'Closed',
         tokens: total,
         createdAt: record.createdAt,
@@ -141,17 +171,16 @@ export async function addToken(ctx: CommandContext, tokenArg: string | undefined
     );
   } else {
     const lines = [
-      ...(generated ? [`Token:   ${token}`] : []),
+      ...(a.generated ? [`Token:   ${a.token}`] : []),
       `Id:      ${record.id}`,
       `Scope:   ${scopeLabel(scope)} (closed, ${total} token${total === 1 ? '' : 's'})`,
-      `Object:  ${name} in ${store.where}`,
+      `Object:  ${name} in ${a.where}`,
       `Expires: ${record.expiresAt ?? 'never'}`,
       ...(options.dryRun ? ['Dry run: nothing was written.'] : []),
     ];
     io.out(`${lines.join('\n')}\n`);
   }
-  if (generated) {
+  if (a.generated) {
     io.err(`Store this token now: it is shown only once. Remove it with: ${ctx.commandPath.replace(/add-token$/, 'remove-token')} ${scopeArgs(scope)} --id ${record.id}\n`);
   }
-  return 0;
 }

@@ -44,20 +44,43 @@ export function explain(scope: Scope, decision: Decision): AccessAnswer {
   if (decision.outcome === 'malformed') return { granted: false, outcome: 'malformed', reason: decision.reason, governing: [] };
   const governing = decision.governing.map(scopeKey);
   const by = governing.length === 1 ? governing[0]! : governing.join(' and ');
-  const via = governing.length === 1 && governing[0] === target ? '' : ` (governed by ${by})`;
+  const wording: Wording = { target, governing, by, via: governing.length === 1 && governing[0] === target ? '' : ` (governed by ${by})` };
   switch (decision.outcome) {
-    case 'granted': {
-      const grantedBy = scopeKey(decision.scope);
-      const id = `${decision.tokenId}${decision.imported ? ' (imported)' : ''}`;
-      const reason = grantedBy === target ? `token ${id} is a valid token of ${target}` : `token ${id} is a valid token of ${grantedBy}, which governs ${target}`;
-      return { granted: true, outcome: 'granted', reason, governing, tokenId: decision.tokenId, grantedBy };
-    }
-    case 'granted-identity': {
-      const grantedBy = scopeKey(decision.scope);
-      const who = decision.group !== undefined ? `user ${decision.user}, as a member of group ${decision.group},` : `user ${decision.user}`;
-      const reason = grantedBy === target ? `${who} is a subject of ${target}` : `${who} is a subject of ${grantedBy}, which governs ${target}`;
-      return { granted: true, outcome: 'granted-identity', reason, governing, grantedBy, user: decision.user, ...(decision.group !== undefined ? { group: decision.group } : {}) };
-    }
+    case 'granted':
+    case 'granted-identity':
+      return grantAnswer(wording, decision);
+    default:
+      return refusalAnswer(wording, decision);
+  }
+}
+
+/** The scope asked about, the closed scopes that decide it, and how a sentence names them. */
+interface Wording {
+  readonly target: string;
+  readonly governing: readonly string[];
+  /** The governing scopes as a phrase ("a and b"). */
+  readonly by: string;
+  /** " (governed by …)" when the scope asked about is not the one that decides, else empty. */
+  readonly via: string;
+}
+
+type Grant = Extract<Decision, { outcome: 'granted' | 'granted-identity' }>;
+type Refusal = Extract<Decision, { outcome: 'no-token' | 'invalid-token' | 'insufficient-scope' }>;
+
+function grantAnswer({ target, governing }: Wording, decision: Grant): AccessAnswer {
+  const grantedBy = scopeKey(decision.scope);
+  if (decision.outcome === 'granted') {
+    const id = `${decision.tokenId}${decision.imported ? ' (imported)' : ''}`;
+    const reason = grantedBy === target ? `token ${id} is a valid token of ${target}` : `token ${id} is a valid token of ${grantedBy}, which governs ${target}`;
+    return { granted: true, outcome: 'granted', reason, governing, tokenId: decision.tokenId, grantedBy };
+  }
+  const who = decision.group !== undefined ? `user ${decision.user}, as a member of group ${decision.group},` : `user ${decision.user}`;
+  const reason = grantedBy === target ? `${who} is a subject of ${target}` : `${who} is a subject of ${grantedBy}, which governs ${target}`;
+  return { granted: true, outcome: 'granted-identity', reason, governing, grantedBy, user: decision.user, ...(decision.group !== undefined ? { group: decision.group } : {}) };
+}
+
+function refusalAnswer({ target, governing, by, via }: Wording, decision: Refusal): AccessAnswer {
+  switch (decision.outcome) {
     case 'no-token':
       return { granted: false, outcome: 'no-token', reason: `${target} is closed${via} and no token was given`, governing };
     case 'invalid-token':
@@ -71,13 +94,7 @@ export function explain(scope: Scope, decision: Decision): AccessAnswer {
       return { granted: false, outcome: 'invalid-token', reason: `the token is not a token of any scope; ${target} is closed${via}`, governing };
     case 'insufficient-scope':
       if (decision.user !== undefined) {
-        return {
-          granted: false,
-          outcome: 'insufficient-scope',
-          reason: `user ${decision.user} (with the groups given) is not a subject of ${by}; ${target} is closed${via}`,
-          governing,
-          user: decision.user,
-        };
+        return { granted: false, outcome: 'insufficient-scope', reason: `user ${decision.user} (with the groups given) is not a subject of ${by}; ${target} is closed${via}`, governing, user: decision.user };
       }
       return {
         granted: false,

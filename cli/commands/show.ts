@@ -1,4 +1,4 @@
-import { closedByFlag, compareScopes, compareStrings, describeState, isExpired, isImportedHash, isPrefixPath, mergeSubjects, publicByFlag, scopeKey, scopeOf, stateOf, subjectsOf, tokensOf, type Scope, type ScopeKind, type ScopeState, type Subject } from '../../core/index.js';
+import { closedByFlag, compareScopes, compareStrings, describeState, isExpired, isImportedHash, isPrefixPath, mergeSubjects, publicByFlag, scopeKey, scopeOf, stateOf, subjectsOf, tokensOf, type Scope, type ScopeKind, type ScopeState, type Subject, type TokenRecord } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import type { StoredScope } from '../backends/backend.js';
 import { structured, table } from '../output.js';
@@ -48,71 +48,97 @@ export interface ScopeSummary {
  * Never a token value or hash: ids, descriptions and times only.
  */
 export function summarize(stored: readonly StoredScope[], nowMs: number, only?: Scope, openPathsByDefault = false): ScopeSummary[] {
-  const groups = new Map<string, { scope: Scope; objects: string[]; closed: boolean; public?: boolean; tokens: Map<string, { t: TokenSummary; objects: string[] }>; subjects: Subject[][] }>();
-  if (only) groups.set(scopeKey(only), { scope: only, objects: [], closed: false, tokens: new Map(), subjects: [] });
+  const groups = new Map<string, ScopeGroup>();
+  if (only) groups.set(scopeKey(only), newGroup(only));
   // The stations collection is listed even without an object while its writes are closed by default.
   const stations: Scope = { kind: 'path', value: 'collections/stations' };
-  if (!only && !openPathsByDefault) groups.set(scopeKey(stations), { scope: stations, objects: [], closed: false, tokens: new Map(), subjects: [] });
+  if (!only && !openPathsByDefault) groups.set(scopeKey(stations), newGroup(stations));
   for (const { object } of stored) {
     const scope = scopeOf(object.spec);
     const key = scopeKey(scope);
     if (only && key !== scopeKey(only)) continue;
     let group = groups.get(key);
-    if (!group) groups.set(key, (group = { scope, objects: [], closed: false, tokens: new Map(), subjects: [] }));
-    group.objects.push(object.metadata.name);
-    group.subjects.push([...subjectsOf(object)]);
-    if (closedByFlag(object)) group.closed = true;
-    if (publicByFlag(object)) group.public = true;
-    for (const t of tokensOf(object)) {
-      const seen = group.tokens.get(t.hash);
-      if (!seen) {
-        group.tokens.set(t.hash, {
-          t: {
-            id: t.id,
-            ...(t.description !== undefined ? { description: t.description } : {}),
-            createdAt: t.createdAt,
-            ...(t.expiresAt !== undefined ? { expiresAt: t.expiresAt } : {}),
-            expired: false,
-            objects: [],
-            ...(isImportedHash(t.hash) ? { imported: true as const } : {}),
-          },
-          objects: [object.metadata.name],
-        });
-        continue;
-      }
-      seen.objects.push(object.metadata.name);
-      const expiresAt = seen.t.expiresAt === undefined || t.expiresAt === undefined ? undefined : Date.parse(t.expiresAt) > Date.parse(seen.t.expiresAt) ? t.expiresAt : seen.t.expiresAt;
-      const { expiresAt: _old, ...rest } = seen.t;
-      seen.t = {
-        ...rest,
-        ...(seen.t.description === undefined && t.description !== undefined ? { description: t.description } : {}),
-        createdAt: Date.parse(t.createdAt) < Date.parse(seen.t.createdAt) ? t.createdAt : seen.t.createdAt,
-        ...(expiresAt !== undefined ? { expiresAt } : {}),
-      };
+    if (!group) groups.set(key, (group = newGroup(scope)));
+    addObject(group, object);
+  }
+  return [...groups.values()].map((g) => summaryOf(g, nowMs, openPathsByDefault)).sort((a, b) => compareScopes(a, b));
+}
+
+/** The objects of one scope, merged as the snapshot compiler merges them. */
+interface ScopeGroup {
+  readonly scope: Scope;
+  readonly objects: string[];
+  closed: boolean;
+  public?: boolean;
+  /** By hash: a token listed in several objects is one token. */
+  readonly tokens: Map<string, { t: TokenSummary; objects: string[] }>;
+  readonly subjects: Subject[][];
+}
+
+function newGroup(scope: Scope): ScopeGroup {
+  return { scope, objects: [], closed: false, tokens: new Map(), subjects: [] };
+}
+
+function addObject(group: ScopeGroup, object: StoredScope['object']): void {
+  const name = object.metadata.name;
+  group.objects.push(name);
+  group.subjects.push([...subjectsOf(object)]);
+  if (closedByFlag(object)) group.closed = true;
+  if (publicByFlag(object)) group.public = true;
+  for (const t of tokensOf(object)) {
+    const seen = group.tokens.get(t.hash);
+    if (!seen) {
+      group.tokens.set(t.hash, { t: tokenSummaryOf(t), objects: [name] });
+      continue;
     }
+    seen.objects.push(name);
+    seen.t = mergedToken(seen.t, t);
   }
-  const out: ScopeSummary[] = [];
-  for (const group of groups.values()) {
-    const tokens = [...group.tokens.values()]
-      .map(({ t, objects }) => ({ ...t, expired: isExpired(t, nowMs), objects: [...objects].sort() }))
-      .sort((a, b) => compareStrings(a.createdAt, b.createdAt) || compareStrings(a.id, b.id));
-    const subjects = mergeSubjects(group.subjects);
-    const s = stateOf(group.scope, tokens.length, group.closed, openPathsByDefault, subjects.length, group.public === true);
-    out.push({
-      kind: group.scope.kind,
-      value: group.scope.value,
-      state: s.state,
-      ...(s.state === 'Closed' ? { closedBy: s.by } : {}),
-      closedFlag: group.closed,
-      tokenCount: tokens.length,
-      activeTokenCount: tokens.filter((t) => !t.expired).length,
-      objects: [...group.objects].sort(),
-      tokens,
-      subjects,
-      ...(s.state === 'Open' && s.public ? { public: true as const } : {}),
-    });
-  }
-  return out.sort((a, b) => compareScopes(a, b));
+}
+
+function tokenSummaryOf(t: TokenRecord): TokenSummary {
+  return {
+    id: t.id,
+    ...(t.description !== undefined ? { description: t.description } : {}),
+    createdAt: t.createdAt,
+    ...(t.expiresAt !== undefined ? { expiresAt: t.expiresAt } : {}),
+    expired: false,
+    objects: [],
+    ...(isImportedHash(t.hash) ? { imported: true as const } : {}),
+  };
+}
+
+/** A token seen again in another object: the first description, the earliest creation, the latest expiry (none beats any). */
+function mergedToken(seen: TokenSummary, t: TokenRecord): TokenSummary {
+  const expiresAt = seen.expiresAt === undefined || t.expiresAt === undefined ? undefined : Date.parse(t.expiresAt) > Date.parse(seen.expiresAt) ? t.expiresAt : seen.expiresAt;
+  const { expiresAt: _old, ...rest } = seen;
+  return {
+    ...rest,
+    ...(seen.description === undefined && t.description !== undefined ? { description: t.description } : {}),
+    createdAt: Date.parse(t.createdAt) < Date.parse(seen.createdAt) ? t.createdAt : seen.createdAt,
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
+  };
+}
+
+function summaryOf(group: ScopeGroup, nowMs: number, openPathsByDefault: boolean): ScopeSummary {
+  const tokens = [...group.tokens.values()]
+    .map(({ t, objects }) => ({ ...t, expired: isExpired(t, nowMs), objects: [...objects].sort() }))
+    .sort((a, b) => compareStrings(a.createdAt, b.createdAt) || compareStrings(a.id, b.id));
+  const subjects = mergeSubjects(group.subjects);
+  const s = stateOf(group.scope, tokens.length, group.closed, openPathsByDefault, subjects.length, group.public === true);
+  return {
+    kind: group.scope.kind,
+    value: group.scope.value,
+    state: s.state,
+    ...(s.state === 'Closed' ? { closedBy: s.by } : {}),
+    closedFlag: group.closed,
+    tokenCount: tokens.length,
+    activeTokenCount: tokens.filter((t) => !t.expired).length,
+    objects: [...group.objects].sort(),
+    tokens,
+    subjects,
+    ...(s.state === 'Open' && s.public ? { public: true as const } : {}),
+  };
 }
 
 function expiryCell(t: TokenSummary): string {
