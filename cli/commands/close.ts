@@ -4,33 +4,27 @@
  * (created, with no token, when the scope has none); opening clears the flag on every object of the scope.
  * Tokens are never touched: a scope that still has tokens stays closed, and the answer says so.
  */
-import { closedByFlag, describeState, newProtectedScope, publicByFlag, scopeKey, scopeObjectName, stateOf, tokensOf, type ProtectedScope, type Scope } from '../../core/index.js';
+import { closedByFlag, describeState, publicByFlag, scopeKey, stateOf, tokensOf, type Scope } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags, subjectCount } from './common.js';
+import { withFlagCleared, withFlagSet } from './spec-flags.js';
 
 export interface CloseOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }
 
 export function closeMutation(scope: Scope, namespace: string | undefined): Mutate {
-  const name = scopeObjectName(scope);
   return (current) => {
     // Public and closed contradict each other (the CRD refuses the pair): say so rather than write a refused object.
     if (current.some(publicByFlag)) throw usageError(`${scopeKey(scope)} is public (every method open): take that back first with public --off, then close it (nothing was changed)`);
-    if (current.some(closedByFlag)) return [];
-    const target = current.find((o) => o.metadata.name === name) ?? current[0] ?? newProtectedScope(scope, name, namespace, []);
-    return [{ ...target, spec: { ...target.spec, closed: true } }];
+    return withFlagSet('closed', scope, namespace, current);
   };
 }
 
 export function openMutation(): Mutate {
-  return (current) =>
-    current.filter(closedByFlag).map((o): ProtectedScope => {
-      const { closed: _closed, ...spec } = o.spec;
-      return { ...o, spec: spec as ProtectedScope['spec'] };
-    });
+  return (current) => withFlagCleared('closed', current);
 }
 
 async function setClosed(ctx: CommandContext, options: CloseOptions, close: boolean): Promise<number> {

@@ -4,11 +4,12 @@
  * which its UI calls without a token, are declared public this way while every other process stays closed.
  * Public contradicts tokens, subjects and `closed: true`: such a scope is refused, nothing is written.
  */
-import { closedByFlag, describeState, newProtectedScope, publicByFlag, scopeKey, scopeObjectName, stateOf, subjectsOf, tokensOf, type ProtectedScope, type Scope } from '../../core/index.js';
+import { closedByFlag, describeState, publicByFlag, scopeKey, stateOf, subjectsOf, tokensOf, type Scope } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+import { withFlagCleared, withFlagSet } from './spec-flags.js';
 
 export interface PublicOptions extends ScopeFlags {
   readonly off?: boolean;
@@ -16,7 +17,6 @@ export interface PublicOptions extends ScopeFlags {
 }
 
 export function publicMutation(scope: Scope, namespace: string | undefined): Mutate {
-  const name = scopeObjectName(scope);
   return (current) => {
     const closing = [
       current.some((o) => tokensOf(o).length > 0) ? 'tokens (remove-tokens)' : '',
@@ -24,18 +24,12 @@ export function publicMutation(scope: Scope, namespace: string | undefined): Mut
       current.some(closedByFlag) ? 'closed: true (open)' : '',
     ].filter((c) => c !== '');
     if (closing.length > 0) throw usageError(`${scopeKey(scope)} cannot be public while it has ${closing.join(', ')}: a public scope is open for every method (nothing was changed)`);
-    if (current.some(publicByFlag)) return [];
-    const target = current.find((o) => o.metadata.name === name) ?? current[0] ?? newProtectedScope(scope, name, namespace, []);
-    return [{ ...target, spec: { ...target.spec, public: true } }];
+    return withFlagSet('public', scope, namespace, current);
   };
 }
 
 export function notPublicMutation(): Mutate {
-  return (current) =>
-    current.filter(publicByFlag).map((o): ProtectedScope => {
-      const { public: _public, ...spec } = o.spec;
-      return { ...o, spec: spec as ProtectedScope['spec'] };
-    });
+  return (current) => withFlagCleared('public', current);
 }
 
 export async function setPublic(ctx: CommandContext, options: PublicOptions): Promise<number> {
