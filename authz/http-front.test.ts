@@ -392,8 +392,9 @@ describe('differential: whatever the front answers, node:http parses the same wa
       }),
       { numRuns: runs },
     );
-    // The property would hold trivially if the front handed everything over.
-    expect(frontAnswered).toBeGreaterThan(runs / 8);
+    // The property would hold trivially if the front handed everything over. It answers about 14% of these
+    // requests (431 of 3,000 measured): runs / 16 keeps a 400-run laptop run clear of chance (runs / 8 failed one in six).
+    expect(frontAnswered).toBeGreaterThan(runs / 16);
   }, 300_000);
 
   // A pipelined stream is not compared answer for answer with node:http's: node:http drops requests still
