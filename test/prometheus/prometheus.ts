@@ -1,7 +1,7 @@
 // The Prometheus the alerting and dashboard suites run: Debian's `prometheus` package (the server and promtool), found
 // on PATH or installed with apt when root, and under CI=true never skipped. The server runs as our own child with its
 // own TSDB in a temp dir on a free loopback port (the package's systemd unit is irrelevant: there is no systemd here).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { helmBinary, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
 import { freePort } from '../support/ports.js';
+import { Supervised } from '../support/process.js';
 import { waitUntil } from '../support/wait.js';
 
 export const PROMETHEUS_PACKAGE = 'prometheus';
@@ -199,8 +200,7 @@ export interface QueryResult {
 
 /** A Prometheus server of our own: 1 s scrapes and rule evaluations, TSDB in a temp dir, stopped by stop(). */
 export class PrometheusServer {
-  private child: ChildProcess | undefined;
-  private output = '';
+  private child: Supervised | undefined;
   port = 0;
   readonly dir = mkdtempSync(join(tmpdir(), 'svc-prometheus-'));
 
@@ -227,34 +227,24 @@ export class PrometheusServer {
     writeFileSync(configFile, dump(config));
     const data = join(this.dir, 'data');
     mkdirSync(data);
-    const child = spawn(this.binary, [
+    this.child = Supervised.spawn('prometheus', this.binary, [
       `--config.file=${configFile}`,
       `--storage.tsdb.path=${data}`,
       `--web.listen-address=127.0.0.1:${this.port}`,
       '--web.enable-lifecycle',
       '--log.level=warn',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child = child;
-    const keep = (d: Buffer) => {
-      this.output = (this.output + d.toString('utf8')).slice(-20_000);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    // Never outlive the test process, whatever happens to it.
-    const reap = () => child.kill('SIGKILL');
-    process.once('exit', reap);
-    child.once('exit', () => process.off('exit', reap));
-    const end = Date.now() + 60_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`prometheus exited (${child.exitCode}):\n${this.output}`);
-      if ((await this.get('/-/ready')).status === 200) return this;
-      if (Date.now() > end) throw new Error(`prometheus not ready in 60 s:\n${this.output}`);
-      await new Promise((r) => setTimeout(r, 200));
+    ]);
+    const child = this.child;
+    try {
+      await waitUntil(async () => (await this.get('/-/ready')).status === 200, { what: 'prometheus /-/ready', timeoutMs: 60_000, intervalMs: 200, abortIf: child.exitReason });
+    } catch (e) {
+      throw new Error(`${(e as Error).message}:\n${child.tail()}`, { cause: e });
     }
+    return this;
   }
 
   get log(): string {
-    return this.output;
+    return this.child?.output ?? '';
   }
 
   private get(path: string): Promise<{ status: number; body: string }> {
@@ -294,13 +284,7 @@ export class PrometheusServer {
   }
 
   async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const gone = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await gone;
-    clearTimeout(t);
+    await this.child?.stop('SIGTERM', 10_000);
   }
 }
 
