@@ -108,43 +108,35 @@ class AuthPipeline {
     const set = contract.answers(req) === 'nginx' ? this.answers.nginx : this.answers.proxy;
     const started = performance.now();
     if (this.ctx.state.draining) res.shouldKeepAlive = false;
-    let outcome: AnswerOutcome;
-    let kind: ScopeKindLabel = 'none';
-    let decision: Decision | null = null;
     let reading: Described | undefined;
     try {
       const index = this.ctx.state.index;
       if (index === null) {
-        outcome = 'unavailable';
-        sendAnswer(res, set.unavailable);
-      } else {
-        const now = Date.now();
-        const first = this.decideReading(contract, req, index, now);
-        reading = first.reading;
-        if (first.decision.outcome === 'verify-jwt') {
-          const pending = first.decision;
-          void this.answerLater(endpoint, set, res, reading!, started, () => this.verifiedDecision(pending, reading!));
-          return true;
-        }
-        decision = first.decision;
-        const imported = this.ctx.imported && checkImported(this.ctx.imported, () => this.ctx.state.index, this.ctx.access, reading!, decision, index, now);
-        if (imported instanceof Promise) {
-          void this.answerLater(endpoint, set, res, reading!, started, () => imported);
-          return true;
-        }
-        if (imported) decision = imported;
-        outcome = outcomeOf(decision);
-        // A JWT decided in this pass (verified before: the verifier's cache) is a JWT decision all the same.
-        if (isKnownJwtDecision(decision)) this.ctx.metrics.jwtDecision(outcome);
-        kind = this.answer(res, set, decision, now);
+        this.respond(endpoint, set, res, started, undefined, null, 0);
+        return true;
       }
+      const now = Date.now();
+      const first = this.decideReading(contract, req, index, now);
+      reading = first.reading;
+      if (first.decision.outcome === 'verify-jwt') {
+        const pending = first.decision;
+        const o = reading!;
+        void this.answerLater(endpoint, set, res, o, started, () => this.verifiedDecision(pending, o));
+        return true;
+      }
+      let decision = first.decision;
+      const imported = this.ctx.imported && checkImported(this.ctx.imported, () => this.ctx.state.index, this.ctx.access, reading!, decision, index, now);
+      if (imported instanceof Promise) {
+        void this.answerLater(endpoint, set, res, reading!, started, () => imported);
+        return true;
+      }
+      if (imported) decision = imported;
+      // A JWT decided in this pass (verified before: the verifier's cache) is a JWT decision all the same.
+      if (isKnownJwtDecision(decision)) this.ctx.metrics.jwtDecision(outcomeOf(decision));
+      this.respond(endpoint, set, res, started, reading, decision, now);
     } catch (e) {
-      outcome = 'error';
-      kind = 'none';
-      decision = null;
-      this.denyOnError(endpoint, set, res, e);
+      this.fail(endpoint, set, res, started, reading, e);
     }
-    this.finish(endpoint, started, outcome, kind, reading, decision);
     return true;
   }
 
@@ -175,25 +167,28 @@ class AuthPipeline {
    * unavailable and never as a grant.
    */
   private async answerLater(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, reading: Described, started: number, settle: () => Promise<Decision | null>): Promise<void> {
-    let outcome: AnswerOutcome;
-    let kind: ScopeKindLabel = 'none';
-    let decision: Decision | null;
     try {
-      decision = await settle();
-      if (decision === null) {
-        outcome = 'unavailable';
-        sendAnswer(res, set.unavailable);
-      } else {
-        outcome = outcomeOf(decision);
-        kind = this.answer(res, set, decision, Date.now());
-      }
+      const decision = await settle();
+      this.respond(endpoint, set, res, started, reading, decision, Date.now());
     } catch (e) {
-      outcome = 'error';
-      kind = 'none';
-      decision = null;
-      this.denyOnError(endpoint, set, res, e);
+      this.fail(endpoint, set, res, started, reading, e);
     }
-    this.finish(endpoint, started, outcome, kind, reading, decision);
+  }
+
+  /** Answers with the decision (null: unavailable, never a grant), then counts and logs it. */
+  private respond(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, started: number, reading: Described | undefined, decision: Decision | null, now: number): void {
+    let kind: ScopeKindLabel = 'none';
+    if (decision === null) sendAnswer(res, set.unavailable);
+    else kind = this.answer(res, set, decision, now);
+    this.finish(endpoint, started, decision === null ? 'unavailable' : outcomeOf(decision), kind, reading, decision);
+  }
+
+  /** An internal error: denied (or the connection reset when the answer had begun), logged, counted as an error. */
+  private fail(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, started: number, reading: Described | undefined, e: unknown): void {
+    this.ctx.logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
+    if (!res.headersSent) sendAnswer(res, set.unavailable);
+    else res.destroy();
+    this.finish(endpoint, started, 'error', 'none', reading, null);
   }
 
   /**
@@ -240,12 +235,6 @@ class AuthPipeline {
         sendAnswer(res, set.malformed);
         return 'none';
     }
-  }
-
-  private denyOnError(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, e: unknown): void {
-    this.ctx.logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
-    if (!res.headersSent) sendAnswer(res, set.unavailable);
-    else res.destroy();
   }
 
   private finish(endpoint: EndpointName, started: number, outcome: AnswerOutcome, kind: ScopeKindLabel, reading: Described | undefined, decision: Decision | null): void {
