@@ -22,18 +22,21 @@ export interface Wis2boxPorts {
   readonly backend: number;
 }
 
-function currentServer(p: Wis2boxPorts): string {
-  return `
-    # wis2box nginx/nginx.conf (1.0): auth_request /auth -> /authorize
-    server {
-        listen 127.0.0.1:${p.current};
-        server_name _;
+/** The server-level lines both versions have (not inherited by /auth, which sets its own). */
+const SERVER_LEVEL = `        server_name _;
 
         proxy_set_header Host $host;
         proxy_set_header X-Real-IP $remote_addr;
         proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
         proxy_set_header X-Forwarded-Host $server_name;
+`;
 
+function currentServer(p: Wis2boxPorts): string {
+  return `
+    # wis2box nginx/nginx.conf (1.0): auth_request /auth -> /authorize
+    server {
+        listen 127.0.0.1:${p.current};
+${SERVER_LEVEL}
         add_header 'Access-Control-Allow-Origin' '*';
         add_header 'WWW-Authenticate' 'Bearer' 'always';
 
@@ -78,13 +81,7 @@ function olderServer(p: Wis2boxPorts): string {
     # wis2box nginx/nginx.conf before 1.0b5: no X-Api-Http-Method, no /wis2downloader
     server {
         listen 127.0.0.1:${p.older};
-        server_name _;
-
-        proxy_set_header Host $host;
-        proxy_set_header X-Real-IP $remote_addr;
-        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-        proxy_set_header X-Forwarded-Host $server_name;
-
+${SERVER_LEVEL}
         location /data {
             auth_request /auth;
             auth_request_set $auth_status $upstream_status;
