@@ -86,8 +86,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { logger, source } = options;
   const metrics = options.metrics ?? new AuthMetrics();
   const state = new SnapshotState();
-  const deciding = createDeciding(options, state, metrics);
-  const { server, front } = createAuthServer(deciding.auth, createApp(state, options.access), state, options.cacheMaxAge ?? 30);
+  const cacheMaxAge = options.cacheMaxAge ?? 30;
+  const deciding = createDeciding(options, cacheMaxAge, state, metrics);
+  const { server, front } = createAuthServer(deciding.auth, createApp(state, options.access), state, cacheMaxAge);
   const metricsServer = createMetricsServer(metrics, logger);
   const [address, metricsAddress] = await listenBoth(server, options.listen, metricsServer, options.metricsListen);
 
@@ -148,15 +149,16 @@ interface Deciding {
   readonly oidc: OidcVerifier | undefined;
 }
 
-function createDeciding(options: ServerOptions, state: SnapshotState, metrics: AuthMetrics): Deciding {
+function createDeciding(options: ServerOptions, cacheMaxAge: number, state: SnapshotState, metrics: AuthMetrics): Deciding {
   const { logger } = options;
-  const usage = new TokenUsage(logger, options.usageWindowMs ?? 60_000);
-  const refusals = new Refusals(logger, { windowMs: options.usageWindowMs ?? 60_000, ...(options.refusalSample !== undefined ? { sample: options.refusalSample } : {}) });
+  const windowMs = options.usageWindowMs ?? 60_000;
+  const usage = new TokenUsage(logger, windowMs);
+  const refusals = new Refusals(logger, { windowMs, ...(options.refusalSample !== undefined ? { sample: options.refusalSample } : {}) });
   const oidc = options.oidc && options.oidc.issuers.length > 0 ? new OidcVerifier(options.oidc, { jwksFetch: (i, ok) => metrics.jwksFetch(i, ok) }, logger) : undefined;
   // Keys are fetched in the background: svc-auth is ready without them (opaque tokens work; JWTs wait for keys).
   void oidc?.start();
   const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers, knownJwt: oidc.known.bind(oidc) } : options.access;
-  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge: options.cacheMaxAge ?? 30, ...(oidc ? { oidc } : {}),
+  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge, ...(oidc ? { oidc } : {}),
     imported: new ImportedTokens(options.importedTokens ?? DEFAULT_IMPORTED_TOKENS) });
   return { auth, usage, refusals, oidc };
 }
