@@ -3,13 +3,13 @@
 // and small ProtectedScope / decision helpers.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { request } from 'node:http';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dump, load } from 'js-yaml';
 import { hashToken, tokenIdOf, type TokenRecord } from '../../core/index.js';
 import { fromKubeConfig, loadKubeConfig, type Kube } from '../../k8s/kube.js';
+import { httpGet } from '../support/ports.js';
 import { Supervised } from '../support/process.js';
 import { waitUntil } from '../support/wait.js';
 
@@ -70,20 +70,6 @@ export async function getConfigMap(kube: Kube, namespace: string, name: string):
 export async function listSnapshotConfigMaps(kube: Kube, namespace: string, snapshotName = 'svc-auth-snapshot') {
   const list = await kube.core.listNamespacedConfigMap({ namespace, labelSelector: `auth.svc.io/snapshot=${snapshotName}` });
   return list.items;
-}
-
-function httpGet(port: number, path: string, headers: Record<string, string> = {}, timeoutMs = 3000): Promise<{ status: number; body: string }> {
-  return new Promise((resolvePromise) => {
-    const req = request({ host: '127.0.0.1', port, path, headers, timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolvePromise({ status: 0, body: '' }));
-    req.end();
-  });
 }
 
 /** Prometheus text → `name{labels}` → value. */

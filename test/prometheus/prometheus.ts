@@ -3,12 +3,11 @@
 // own TSDB in a temp dir on a free loopback port (the package's systemd unit is irrelevant: there is no systemd here).
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { helmBinary, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
-import { freePort } from '../support/ports.js';
+import { freePort, httpGet } from '../support/ports.js';
 import { Supervised } from '../support/process.js';
 import { waitUntil } from '../support/wait.js';
 
@@ -248,17 +247,7 @@ export class PrometheusServer {
   }
 
   private get(path: string): Promise<{ status: number; body: string }> {
-    return new Promise((resolve) => {
-      const req = request({ host: '127.0.0.1', port: this.port, path, timeout: 10_000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      req.on('timeout', () => req.destroy());
-      req.on('error', () => resolve({ status: 0, body: '' }));
-      req.end();
-    });
+    return httpGet(this.port, path, {}, 10_000);
   }
 
   /** An instant query through the HTTP API (/api/v1/query), at the server's now. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
-import { canConnect, freePort, freePorts, httpStatus, waitForPort } from './ports.js';
+import { canConnect, freePort, freePorts, httpGet, httpStatus, waitForPort } from './ports.js';
 
 function listen(port: number): Promise<Server> {
   return new Promise((resolve) => {
@@ -52,5 +52,23 @@ describe('httpStatus', () => {
       server.close();
     }
     expect(await httpStatus(await freePort(), '/')).toBe(0);
+  });
+});
+
+describe('httpGet', () => {
+  it('is the status and body a port answers, with the headers sent, and status 0 with no body when nothing answers', async () => {
+    const server = createHttpServer((req, res) => {
+      res.writeHead(req.headers.authorization === 'Bearer t' ? 200 : 401, { 'Content-Type': 'text/plain' });
+      res.end(`${req.url} é`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as { port: number };
+    try {
+      expect(await httpGet(port, '/metrics')).toEqual({ status: 401, body: '/metrics é' });
+      expect(await httpGet(port, '/metrics', { Authorization: 'Bearer t' })).toEqual({ status: 200, body: '/metrics é' });
+    } finally {
+      server.close();
+    }
+    expect(await httpGet(await freePort(), '/')).toEqual({ status: 0, body: '' });
   });
 });

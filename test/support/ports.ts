@@ -1,6 +1,6 @@
 // Loopback ports for the processes the suites start: free ones picked by the kernel, a wait until something
 // accepts connections on one, and the HTTP status a port answers (readiness probes). Every suite and bench takes its
-// ports from here.
+// ports from here, and probe them with httpStatus and httpGet.
 import { get } from 'node:http';
 import { connect, createServer, type Server } from 'node:net';
 import { waitUntil } from './wait.js';
@@ -70,5 +70,22 @@ export function httpStatus(port: number, path: string, headers: Record<string, s
     });
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(0));
+  });
+}
+
+/**
+ * GET http://127.0.0.1:port/path: its status and body, or status 0 and an empty body when nothing answers within
+ * `timeoutMs` (a server still starting, or gone).
+ */
+export function httpGet(port: number, path: string, headers: Record<string, string> = {}, timeoutMs = 3000): Promise<{ status: number; body: string }> {
+  return new Promise((resolve) => {
+    const req = get({ host: '127.0.0.1', port, path, headers, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve({ status: 0, body: '' }));
   });
 }

@@ -8,11 +8,10 @@
 // from the fixed path /certs, as in a pod, and exits at start on a machine without them.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { join, resolve } from 'node:path';
 import { ensureEnvoyGateway } from '../../controlplane/assets.js';
 import { ENVOY, ensureEnvoy, replaceExact, type Backends } from './envoy.js';
-import { freePorts, waitForPort } from '../../support/ports.js';
+import { freePorts, httpGet, waitForPort } from '../../support/ports.js';
 import { Supervised } from '../../support/process.js';
 import { waitUntil } from '../../support/wait.js';
 import { REPO_ROOT } from './svc-auth.js';
@@ -133,19 +132,6 @@ logging:
 `;
 }
 
-function httpGet(port: number, path: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const req = get({ host: '127.0.0.1', port, path, timeout: 3000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve(res.statusCode === 200 ? body : undefined));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(undefined));
-  });
-}
-
 interface RouteDump { match?: { prefix?: string; path_separated_prefix?: string }; typed_per_filter_config?: Record<string, unknown> }
 
 /**
@@ -153,8 +139,8 @@ interface RouteDump { match?: { prefix?: string; path_separated_prefix?: string 
  * the policy: Envoy Gateway translates and pushes whatever it has, and a route without the filter passes unchecked.
  */
 async function extAuthzInForce(adminPort: number): Promise<boolean> {
-  const body = await httpGet(adminPort, '/config_dump?resource=dynamic_route_configs');
-  if (body === undefined) return false;
+  const { status, body } = await httpGet(adminPort, '/config_dump?resource=dynamic_route_configs');
+  if (status !== 200) return false;
   const dump = JSON.parse(body) as { configs?: { route_config?: { virtual_hosts?: { domains?: string[]; routes?: RouteDump[] }[] } }[] };
   const routes = (dump.configs ?? []).flatMap((c) => c.route_config?.virtual_hosts ?? [])
     .filter((vh) => vh.domains?.includes('data.example.org')).flatMap((vh) => vh.routes ?? []);
