@@ -150,7 +150,9 @@ describeCluster('svc-operator + svc-auth on the control plane', () => {
       // Lifting the embargo opens the topic; a path scope without tokens stays closed by default.
       await updateSpec(kube, ns, 'embargo', () => ({ topicHierarchy: 'origin.embargo', tokens: [] }));
       await until('svc-auth opens it', async () => (await a.decide(topicFile('origin.embargo'))) === 200);
-      expect((await status(ns, 'embargo'))?.state).toBe('Open');
+      // The snapshot is published before any status patch (the reconciler's order), so status follows.
+      await until('embargo Open in status', async () => (await status(ns, 'embargo'))?.state === 'Open');
+      expect((await status(ns, 'stations'))?.state).toBe('Closed');
     },
     TIMEOUT,
   );
@@ -164,7 +166,9 @@ describeCluster('svc-operator + svc-auth on the control plane', () => {
       const t2 = newToken();
       await createScope(kube, ns, 'hand-written-1', { metadataId: 'urn:wmo:md:mw-met:obs', tokens: [t1.record] });
       await createScope(kube, ns, 'hand-written-2', { metadataId: 'urn:wmo:md:mw-met:obs', tokens: [t2.record] });
-      await until('mergedWith', async () => (await status(ns, 'hand-written-1'))?.mergedWith?.[0] === 'hand-written-2');
+      // Each object's status is patched in its own turn of the status queue: wait for both.
+      await until('mergedWith on 1', async () => (await status(ns, 'hand-written-1'))?.mergedWith?.[0] === 'hand-written-2');
+      await until('mergedWith on 2', async () => (await status(ns, 'hand-written-2'))?.mergedWith !== undefined);
       expect((await status(ns, 'hand-written-2'))?.mergedWith).toEqual(['hand-written-1']);
       await until('ScopesMerged Events', async () => (await events(ns)).filter((e) => e.reason === 'ScopesMerged').length === 2);
       const idx = parseSnapshotIndex((await until('index', () => getConfigMap(kube, ns, 'svc-auth-snapshot'))).data!['index.json']!);
@@ -250,6 +254,7 @@ describeCluster('svc-operator + svc-auth on the control plane', () => {
       const file = topicFile('origin.exp.wis2.data.core');
       await createScope(kube, ns, 'exp', { topicHierarchy: 'origin.exp.wis2.data.core', tokens: [short.record, long.record] });
       await until('short token granted', async () => (await svc.decide(file, short.secret)) === 200);
+      await until('status of exp', async () => (await status(ns, 'exp'))?.tokens === 2);
       expect(await status(ns, 'exp')).toMatchObject({ tokens: 2, activeTokens: 2 });
       const expiryMs = Date.parse(short.record.expiresAt!);
       // Granted up to the instant, denied from it on (svc-auth checks expiry itself, to the millisecond). An answer
