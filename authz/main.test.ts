@@ -1,42 +1,28 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Supervised } from '../test/support/process.js';
+import { until } from '../test/support/wait.js';
 
 // svc-auth as a real child process (`node --import tsx authz/main.ts`, as npm start and the suites run it):
 // usage errors, and SIGTERM draining in-flight requests.
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const children: ChildProcessWithoutNullStreams[] = [];
+const children: Supervised[] = [];
 const dirs: string[] = [];
 
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+afterEach(async () => {
+  await Promise.all(children.splice(0).map((c) => c.stop('SIGKILL')));
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function svcAuth(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'authz/main.ts', ...args], { cwd: ROOT, stdio: 'pipe' });
+function svcAuth(args: string[]): Supervised {
+  const child = Supervised.spawn('svc-auth', process.execPath, ['--import', 'tsx', 'authz/main.ts', ...args], { cwd: ROOT });
   children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, exited, out: () => stdout, err: () => stderr };
-}
-
-async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  return child;
 }
 
 function tempDir(): string {
@@ -54,9 +40,9 @@ describe('svc-auth usage errors', () => {
     [['--scopes-dir', '.', '--bogus'], /unknown option/],
   ])('%j exits 2 and says what to do', async (args, message) => {
     const p = svcAuth(args as string[]);
-    expect(await p.exited).toBe(2);
-    expect(p.err()).toMatch(message);
-    expect(p.err()).toContain('svc-auth --help');
+    expect(await p.exited).toBe('exit 2');
+    expect(p.output).toMatch(message);
+    expect(p.output).toContain('svc-auth --help');
   }, 30_000);
 });
 
@@ -64,9 +50,9 @@ describe('svc-auth SIGTERM', () => {
   it('stops accepting, finishes the request in flight, then exits 0', async () => {
     const dir = tempDir();
     const p = svcAuth(['--scopes-dir', dir, '--listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0']);
-    const lines = () => p.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-    const listening = await until(() => lines().find((l) => l.msg === 'svc-auth listening'), 'svc-auth listening');
-    await until(() => lines().find((l) => l.msg === 'snapshot loaded'), 'the first snapshot');
+    const lines = () => p.output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const listening = await until('svc-auth listening', () => lines().find((l) => l.msg === 'svc-auth listening'), 20_000);
+    await until('the first snapshot', () => lines().find((l) => l.msg === 'snapshot loaded'), 20_000);
     const { hostname, port } = new URL(String(listening.listen));
 
     // A request in flight: its head is only partly sent when SIGTERM arrives.
@@ -79,7 +65,7 @@ describe('svc-auth SIGTERM', () => {
     await new Promise((r) => setTimeout(r, 100));
 
     p.child.kill('SIGTERM');
-    await until(() => lines().find((l) => l.msg?.toString().startsWith('draining')), 'draining', 5000).catch(() => undefined);
+    await until('draining', () => lines().find((l) => l.msg?.toString().startsWith('draining')), 5000).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 300));
 
     // New connections are refused while the old one is drained.
@@ -97,7 +83,7 @@ describe('svc-auth SIGTERM', () => {
     await closed;
     expect(response).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     expect(response).toMatch(/\r\nConnection: close\r\n/i);
-    expect(await p.exited).toBe(0);
+    expect(await p.exited).toBe('exit 0');
     expect(lines().some((l) => l.msg === 'stopped')).toBe(true);
   }, 40_000);
 });

@@ -18,6 +18,7 @@ import {
   type Scope,
   type TokenRecord,
 } from '../core/index.js';
+import { waitUntil } from '../test/support/wait.js';
 import { createLogger } from './log.js';
 import { startServer, type RunningServer } from './server.js';
 import { ScopesDirSource } from './sources/scopes-dir.js';
@@ -84,13 +85,8 @@ async function failures(server: RunningServer, source: string): Promise<number> 
   return m ? Number(m[1]) : 0;
 }
 
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 4000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** test/support's poll for an async check, with this file's argument order and a 4 s default. */
+const eventually = (check: () => Promise<boolean>, what: string, timeoutMs = 4000) => waitUntil(check, { what, timeoutMs, intervalMs: 25 });
 
 const servers: RunningServer[] = [];
 const dirs: string[] = [];

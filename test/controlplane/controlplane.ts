@@ -12,7 +12,7 @@ import { dump } from 'js-yaml';
 import { ensureAssets, type Assets } from './assets.js';
 import { clientCert, createPki, readPem, type CertFiles } from './pki.js';
 import { freePorts } from '../support/ports.js';
-import { anyExited, Supervised } from '../support/process.js';
+import { Supervised, untilWhileRunning } from '../support/process.js';
 import { waitUntil } from '../support/wait.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -141,21 +141,9 @@ function startProcess(name: string, binary: string, args: string[], dir: string)
   return Supervised.spawn(name, binary, args, { cwd: dir, output: { file: join(dir, `${name}.log`) }, detached: true });
 }
 
-function logsOf(procs: readonly Supervised[]): string {
-  return procs.map((p) => `--- ${p.name}.log\n${p.tail(25)}`).join('\n');
-}
-
 /** Polls `probe` (backing off to 1 s); fails early, with the logs, when one of `watch` exits. */
-async function waitFor(what: string, timeoutMs: number, watch: Supervised[], probe: () => Promise<boolean>): Promise<void> {
-  const exited = anyExited(watch);
-  await waitUntil(probe, {
-    what, timeoutMs, intervalMs: 100, maxIntervalMs: 1000,
-    abortIf: () => {
-      const why = exited();
-      return why === undefined ? undefined : `${why}; ${logsOf(watch)}\n`;
-    },
-    describe: () => `\n${logsOf(watch)}\n`,
-  });
+function waitFor(what: string, timeoutMs: number, watch: Supervised[], probe: () => Promise<boolean>): Promise<boolean> {
+  return untilWhileRunning(what, timeoutMs, watch, probe, { intervalMs: 100, maxIntervalMs: 1000 });
 }
 
 // ---------------------------------------------------------------- start

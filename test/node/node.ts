@@ -20,7 +20,7 @@ import { ensureNodeAssets, type NodeComponent } from '../controlplane/assets.js'
 import type { ControlPlane } from '../controlplane/controlplane.js';
 import { podmanOk } from '../image/podman.js';
 import { canConnect, freePorts } from '../support/ports.js';
-import { anyExited, Supervised } from '../support/process.js';
+import { Supervised, untilWhileRunning } from '../support/process.js';
 import { waitUntil } from '../support/wait.js';
 
 export const BRIDGE = 'svcnode0';
@@ -170,17 +170,8 @@ nodePortAddresses: [${GATEWAY}/32]
 }
 
 /** Polls `check` every 500 ms; fails early, with the logs, when one of `procs` exits. */
-async function waitFor(what: string, timeoutMs: number, procs: Supervised[], check: () => Promise<boolean> | boolean): Promise<void> {
-  const exited = anyExited(procs);
-  const logs = (n: number) => procs.map((p) => `\n--- ${p.name}.log\n${p.tail(n)}`).join('');
-  await waitUntil(check, {
-    what, timeoutMs, intervalMs: 500,
-    abortIf: () => {
-      const why = exited();
-      return why === undefined ? undefined : `${why}:${logs(30)}\n`;
-    },
-    describe: () => logs(15),
-  });
+function waitFor(what: string, timeoutMs: number, procs: Supervised[], check: () => Promise<boolean> | boolean): Promise<boolean> {
+  return untilWhileRunning(what, timeoutMs, procs, check, { intervalMs: 500 });
 }
 
 export interface StartNodeOptions {

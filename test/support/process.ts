@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { waitForPort } from './ports.js';
+import { waitUntil, type Check } from './wait.js';
 
 /** Where a child's stdout and stderr go. */
 export type Output =
@@ -173,6 +174,27 @@ export function pidAlive(pid: number | undefined): boolean {
 /** For waitUntil's abortIf over several processes: the first one's exit, if any. */
 export function anyExited(procs: readonly Supervised[]): () => string | undefined {
   return () => procs.map((p) => p.exitReason()).find((r) => r !== undefined);
+}
+
+/** The last lines of each process's output, headed by its name (what a failed wait on them quotes). */
+export function tailsOf(procs: readonly Supervised[], lines = 25): string {
+  return procs.map((p) => `--- ${p.name}.log\n${p.tail(lines)}`).join('\n');
+}
+
+/**
+ * waitUntil for a condition that depends on running processes (a harness waiting for etcd, a kubelet, a relay):
+ * fails at once when one of them exits, and either failure quotes the tails of their output.
+ */
+export function untilWhileRunning<T>(what: string, timeoutMs: number, procs: readonly Supervised[], check: Check<T>, pacing: { intervalMs: number; maxIntervalMs?: number }): Promise<T> {
+  const exited = anyExited(procs);
+  return waitUntil(check, {
+    what, timeoutMs, ...pacing,
+    abortIf: () => {
+      const why = exited();
+      return why === undefined ? undefined : `${why}:\n${tailsOf(procs)}\n`;
+    },
+    describe: () => `\n${tailsOf(procs)}\n`,
+  });
 }
 
 export interface CommandResult {
