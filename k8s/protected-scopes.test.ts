@@ -179,10 +179,9 @@ describe('ProtectedScopeClient failures', () => {
       'Unreachable',
       `cannot reach the Kubernetes API at http://127.0.0.1:${port} (connection refused): check the cluster is running and --kubeconfig/--context point at it, or use --dir DIR for a manifest directory`,
     ]);
+    // The server never answers: only the 250 ms request timeout can end this call within the test's own timeout.
     server.fault = () => 'hang';
-    const started = Date.now();
     const hung = await failureOf(client({ requestTimeoutMs: 250 }).get('x'));
     expect(hung.reason).toBe('Timeout');
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 });

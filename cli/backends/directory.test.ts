@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { hashToken, newProtectedScope, scopeObjectName, tokenIdOf, type ProtectedScope, type Scope } from '../../core/index.js';
 import { dirState, removeDir, tempDir } from '../../test/cli/harness.js';
+import { sleep } from '../../test/support/wait.js';
 import { CliError } from '../errors.js';
 import type { Mutate } from './backend.js';
 import { DirectoryStore, LOCK_FILE } from './directory.js';
@@ -186,12 +187,25 @@ describe('DirectoryStore', () => {
     it('waits for a live holder, then gives up with who holds it; nothing written', async () => {
       const dir = fresh();
       writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), since: '2026-11-21T10:00:00Z' }));
-      const started = Date.now();
       await expect(new DirectoryStore({ dir, lockTimeoutMs: 300 }).update(topic, add(topic, 'token-number-one-0001'))).rejects.toThrow(
         new RegExp(`is locked by pid ${process.pid} on ${hostname()} .*remove .*\\.svc\\.lock \\(nothing was changed\\)`),
       );
-      expect(Date.now() - started).toBeGreaterThanOrEqual(290);
       expect(readdirSync(dir)).toEqual([LOCK_FILE]);
+    });
+
+    it('a holder that lets go while it waits: the edit goes through then (it waited, it did not give up)', async () => {
+      const dir = fresh();
+      writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), since: '2026-11-21T10:00:00Z' }));
+      const edit = new DirectoryStore({ dir, lockTimeoutMs: 60_000 }).update(topic, add(topic, 'token-number-one-0001'));
+      let settled = false;
+      void edit.then(() => (settled = true), () => (settled = true));
+      await sleep(200);
+      expect(settled).toBe(false); // still waiting for the holder
+      unlinkSync(join(dir, LOCK_FILE));
+      await edit;
+      const [only] = await new DirectoryStore({ dir }).get(topic);
+      expect(only!.object.spec.tokens).toHaveLength(1);
+      expect(readdirSync(dir)).not.toContain(LOCK_FILE);
     });
 
     it('breaks a lock whose process is gone', async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { sleep, until, waitUntil } from './wait.js';
 
 describe('waitUntil', () => {
@@ -25,18 +25,26 @@ describe('waitUntil', () => {
   });
 
   it('stops at once when abortIf gives a reason', async () => {
-    const started = Date.now();
-    await expect(waitUntil(() => false, { what: 'port 1', timeoutMs: 10_000, abortIf: () => 'nginx exited (exit 1)' }))
+    // The deadline is an hour away, so only abortIf can end this within the test's own timeout; no check ran.
+    let checks = 0;
+    await expect(waitUntil(() => void checks++, { what: 'port 1', timeoutMs: 3_600_000, abortIf: () => 'nginx exited (exit 1)' }))
       .rejects.toThrow('nginx exited (exit 1) while waiting for port 1');
-    expect(Date.now() - started).toBeLessThan(1000);
+    expect(checks).toBe(0);
   });
 
-  it('backs off up to maxIntervalMs', async () => {
-    const at: number[] = [];
-    await expect(waitUntil(() => void at.push(Date.now()), { what: 'never', timeoutMs: 300, intervalMs: 10, maxIntervalMs: 80 })).rejects.toThrow('never');
-    const gaps = at.slice(1).map((t, i) => t - at[i]!);
-    expect(Math.max(...gaps)).toBeGreaterThanOrEqual(70);
-    expect(gaps[0]).toBeLessThan(60);
+  describe('on a fake clock', () => {
+    afterEach(() => {
+      jest.useRealTimers();
+    });
+
+    it('backs off from intervalMs, doubling up to maxIntervalMs, until the deadline', async () => {
+      jest.useFakeTimers({ now: 0 });
+      const at: number[] = [];
+      const done = waitUntil(() => void at.push(Date.now()), { what: 'never', timeoutMs: 300, intervalMs: 10, maxIntervalMs: 80 }).catch((e: Error) => e.message);
+      await jest.advanceTimersByTimeAsync(400);
+      expect(await done).toMatch(/^timed out after 300 ms waiting for never/);
+      expect(at.slice(1).map((t, i) => t - at[i]!)).toEqual([10, 20, 40, 80, 80, 80]);
+    });
   });
 });
 
@@ -48,9 +56,17 @@ describe('until', () => {
 });
 
 describe('sleep', () => {
-  it('waits about as long as asked', async () => {
-    const t = Date.now();
-    await sleep(30);
-    expect(Date.now() - t).toBeGreaterThanOrEqual(25);
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('resolves once the time asked has passed, not before', async () => {
+    jest.useFakeTimers();
+    let done = false;
+    void sleep(30).then(() => (done = true));
+    await jest.advanceTimersByTimeAsync(29);
+    expect(done).toBe(false);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(done).toBe(true);
   });
 });
