@@ -422,14 +422,12 @@ suite('svc-auth through a real nginx', () => {
     const topicFile: Req = { target: WAF.topicFile };
 
     /** Polls both configs until a request answers `want` (bounded), then checks it holds on both. */
-    async function until(req: Req, token: { name: TokenName; via: Via } | undefined, want: number, withinMs = 15_000): Promise<number> {
-      const started = Date.now();
+    async function until(req: Req, token: { name: TokenName; via: Via } | undefined, want: number, withinMs = 15_000): Promise<void> {
       const both = async () => (await Promise.all([send('ingress', req, token), send('original', req, token)])).map((r) => r.status);
       let last: number[] = [];
       await waitUntil(async () => (last = await both()).every((s) => s === want), { what: `${req.target} to answer ${want} on both configs`, timeoutMs: withinMs })
         .catch(() => undefined); // the expect below says what was seen
       expect(last).toEqual([want, want]);
-      return Date.now() - started;
     }
 
     it('replacing the topic’s token in place: the old one stops working, the new one works', async () => {
