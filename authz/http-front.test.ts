@@ -139,6 +139,10 @@ describe('parseHead', () => {
     ['no Host', 'GET / HTTP/1.1\r\nX: a\r\n'],
     ['two Hosts', 'GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n'],
     ['two Content-Length: 0 (node:http answers 400)', 'GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\ncontent-length: 0\r\n'],
+    // Found by the differential property under CI's run count: llhttp refuses a tab after the length's digits.
+    ['Content-Length: 0 and a tab (node:http answers 400)', 'GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\t\r\n'],
+    ['Content-Length: 0, a space and a tab (node:http answers 400)', 'GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0 \t\r\n'],
+    ['Content-Length: 0 and a space (node:http accepts it, but the front takes only the plain form)', 'GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0 \r\n'],
     ['an obs-fold continuation line', 'GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n'],
     ['a bare LF inside a line', 'GET / HTTP/1.1\r\nHost: a\nX: b\r\n'],
     ['a bare CR in a value', 'GET / HTTP/1.1\r\nHost: a\rX: b\r\n'],
@@ -343,12 +347,13 @@ describe('differential: whatever the front answers, node:http parses the same wa
   const goodNames = ['Host', 'X-Original-URI', 'Authorization', 'X-A', 'x-original-url', 'Content-Length'];
   const names = [...goodNames, 'Content-Length', 'Transfer-Encoding', 'Connection', 'Bad Name', 'X\x01', 'X(', ''];
   const str = (chars: string[], max: number) => fc.array(fc.constantFrom(...chars), { maxLength: max }).map((a) => a.join(''));
-  // Mostly requests the front answers (so the comparison bites), with every kind of oddity mixed in.
+  // Mostly requests the front answers (so the comparison bites), with every kind of oddity mixed in; framing
+  // values come with whitespace around them too (llhttp's rules there differ per header: CI found `0\t`).
   const often = <T,>(good: fc.Arbitrary<T>, any: fc.Arbitrary<T>) => fc.oneof({ arbitrary: good, weight: 4 }, { arbitrary: any, weight: 1 });
   const header = fc.record({
     name: often(fc.constantFrom(...goodNames), fc.constantFrom(...names)),
     sep: often(fc.constant(': '), fc.constantFrom(':', ' :', ':\t', ':  ')),
-    value: fc.oneof({ arbitrary: str(safeValue, 12), weight: 4 }, { arbitrary: str(valueChars, 12), weight: 1 }, { arbitrary: fc.constantFrom('0', '5', '', ' ', '00', '+0', 'close', 'keep-alive', 'chunked', 'Bearer x', ' svc '), weight: 2 }),
+    value: fc.oneof({ arbitrary: str(safeValue, 12), weight: 4 }, { arbitrary: str(valueChars, 12), weight: 1 }, { arbitrary: fc.constantFrom('0', '5', '', ' ', '00', '+0', 'close', 'keep-alive', 'chunked', 'Bearer x', ' svc ', '0\t', '0 ', '\t0', '0 \t', 'close\t', '\tkeep-alive '), weight: 2 }),
     eol: often(fc.constant('\r\n'), fc.constantFrom('\n', '\r')),
   });
   const request = fc.record({

@@ -188,8 +188,9 @@ export function parseHead(bytes: Buffer, maxHeaders: number, from = 0, to = byte
         }
         break;
       case 14:
-        // Two copies, even both 0, are node:http's 400: hand over rather than answer.
-        if (named(name, 'content-length') && (value !== '0' || ++lengths > 1)) return null;
+        // Two copies, even both 0, are node:http's 400, and so is a tab after the digits (llhttp allows only
+        // spaces there): only the plain `0`, nothing after it, is answered here; the rest is handed over.
+        if (named(name, 'content-length') && (value !== '0' || last !== eol || ++lengths > 1)) return null;
         break;
       case 17:
         if (named(name, 'transfer-encoding')) return null;
