@@ -85,7 +85,7 @@ async function failures(server: RunningServer, source: string): Promise<number> 
   return m ? Number(m[1]) : 0;
 }
 
-/** test/support's poll for an async check, with this file's argument order and a 4 s default. */
+/** test/support's waitUntil with this file's argument order and a 4 s default. */
 const eventually = (check: () => Promise<boolean>, what: string, timeoutMs = 4000) => waitUntil(check, { what, timeoutMs, intervalMs: 25 });
 
 const servers: RunningServer[] = [];

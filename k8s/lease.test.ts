@@ -15,10 +15,12 @@ async function leading() {
   return { lease, log, a };
 }
 
-function candidate(lease: FakeLease, identity: string, log: string[]) {
+/** A candidate logging its leadership changes; `now` replaces its clock (Date.now). */
+function candidate(lease: FakeLease, identity: string, log: string[], now?: () => number) {
   return new LeaderElector(lease.client(identity), {
     identity,
     ...timing,
+    ...(now ? { now } : {}),
     onStartedLeading: () => log.push(`${identity} leads`),
     onStoppedLeading: () => log.push(`${identity} stops`),
   });
@@ -43,7 +45,7 @@ describe('LeaderElector', () => {
   it('hands over after release on stop, without waiting for the lease to expire', async () => {
     const { lease, log, a } = await leading();
     // b's clock stands still: a lease held by someone else never expires for it, so only a release lets it in.
-    const b = new LeaderElector(lease.client('b'), { identity: 'b', ...timing, now: () => 1_000_000, onStartedLeading: () => log.push('b leads') });
+    const b = candidate(lease, 'b', log, () => 1_000_000);
     b.start();
     await sleep(100);
     expect(b.isLeader()).toBe(false);
@@ -58,7 +60,7 @@ describe('LeaderElector', () => {
     let now = 1_000_000;
     const lease = new FakeLease();
     const log: string[] = [];
-    const a = new LeaderElector(lease.client('a'), { identity: 'a', ...timing, now: () => now, onStoppedLeading: () => log.push('a stops') });
+    const a = candidate(lease, 'a', log, () => now);
     a.start();
     await until(() => a.isLeader());
     lease.failing.add('a');

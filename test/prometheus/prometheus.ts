@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { helmBinary, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
 import { freePort, httpGet } from '../support/ports.js';
-import { Supervised } from '../support/process.js';
+import { Supervised, untilWhileRunning } from '../support/process.js';
 import { waitUntil } from '../support/wait.js';
 
 export const PROMETHEUS_PACKAGE = 'prometheus';
@@ -233,12 +233,7 @@ export class PrometheusServer {
       '--web.enable-lifecycle',
       '--log.level=warn',
     ]);
-    const child = this.child;
-    try {
-      await waitUntil(async () => (await this.get('/-/ready')).status === 200, { what: 'prometheus /-/ready', timeoutMs: 60_000, intervalMs: 200, abortIf: child.exitReason });
-    } catch (e) {
-      throw new Error(`${(e as Error).message}:\n${child.tail()}`, { cause: e });
-    }
+    await untilWhileRunning('prometheus /-/ready', 60_000, [this.child], async () => (await this.get('/-/ready')).status === 200, { intervalMs: 200 });
     return this;
   }
 

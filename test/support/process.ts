@@ -177,7 +177,7 @@ export function anyExited(procs: readonly Supervised[]): () => string | undefine
 }
 
 /** The last lines of each process's output, headed by its name (what a failed wait on them quotes). */
-export function tailsOf(procs: readonly Supervised[], lines = 25): string {
+function tailsOf(procs: readonly Supervised[], lines = 25): string {
   return procs.map((p) => `--- ${p.name}.log\n${p.tail(lines)}`).join('\n');
 }
 
