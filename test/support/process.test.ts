@@ -21,10 +21,9 @@ describe('Supervised', () => {
     const port = await freePort();
     const p = await Supervised.start('server', node, ['-e', SERVER, String(port)], { ports: [port], timeoutMs: 10_000 });
     expect(p.running).toBe(true);
-    await waitUntil(() => p.output.includes('listening'), { what: 'the listening line', timeoutMs: 5000 });
-    expect(p.output).toContain(`starting on ${port}`);
-    expect(p.output).toContain('a warning');
-    expect(p.tail(1)).toBe('listening');
+    // stdout and stderr are two pipes: their lines arrive in either order, so wait for both and compare as a set.
+    await waitUntil(() => p.output.includes('listening') && p.output.includes('a warning'), { what: 'both streams\' lines', timeoutMs: 5000 });
+    expect(p.tail(3).split('\n').sort()).toEqual([`starting on ${port}`, 'a warning', 'listening'].sort());
     await p.stop();
     expect(p.running).toBe(false);
     expect(await p.exited).toBe('SIGTERM');
@@ -91,6 +90,7 @@ describe('untilWhileRunning', () => {
     const port = await freePort();
     const p = await Supervised.start('server', node, ['-e', SERVER, String(port)], { ports: [port], timeoutMs: 10_000 });
     try {
+      await waitUntil(() => p.output.includes('a warning'), { what: 'the stderr line', timeoutMs: 5000 });
       await expect(untilWhileRunning('a condition', 100, [p], () => false, { intervalMs: 10 })).rejects.toThrow(/timed out after 100 ms waiting for a condition[^]*--- server\.log\n[^]*a warning/);
     } finally {
       await p.stop();
