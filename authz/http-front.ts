@@ -122,6 +122,7 @@ const HTAB = 0x09;
  * a table over the buffer finds and checks every line, and only the fields are made strings (slices of one
  * latin1 decode). Regular expressions over the decoded head cost twice as much.
  */
+// eslint-disable-next-line max-lines-per-function -- one pass over the bytes on the hot path; split, it would re-scan or allocate per line.
 export function parseHead(bytes: Buffer, maxHeaders: number, from = 0, to = bytes.length): Head | null {
   // Request line: visible ASCII and single spaces only (a tab is in no method, target or version).
   let sp1 = -1;
