@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: type-check, lint, then every Jest project; ends with the plain "N passed, N failed" line CI reads.
 // Under CI=true a skipped or todo test is a failure: no suite may skip there.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
@@ -29,9 +29,76 @@ mkdirSync('.cache', { recursive: true });
 const resultsFile = '.cache/jest-results.json';
 rmSync(resultsFile, { force: true });
 const jestArgs = ['--json', `--outputFile=${resultsFile}`, ...(only ? ['--selectProjects', only] : []), ...passthrough];
-const jestOk = step('jest', process.execPath, ['node_modules/jest/bin/jest.js', ...jestArgs], {
+// On 2 cores jest runs every test file in its own process (in band), so one handle a test leaves open (a child process whose pipes
+// are still read, a server) keeps jest alive after its last test, and CI would wait out its whole time limit. Jest's
+// --forceExit would hide that; instead, once jest has written its results it gets EXIT_GRACE_MS to exit, after which
+// what it still runs is named, killed, and counted as a failure.
+const EXIT_GRACE_MS = 60_000;
+
+/** The pids below `root` (from /proc; empty where there is none). */
+function descendants(root) {
+  let parents;
+  try {
+    parents = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return [Number(pid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])];
+      } catch {
+        return [Number(pid), -1];
+      }
+    });
+  } catch {
+    return [];
+  }
+  const found = [];
+  for (let frontier = [root]; frontier.length > 0;) {
+    const next = parents.filter(([, ppid]) => frontier.includes(ppid)).map(([pid]) => pid);
+    found.push(...next);
+    frontier = next;
+  }
+  return found;
+}
+
+function commandOf(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim().slice(0, 200);
+  } catch {
+    return '?';
+  }
+}
+
+function runJest(cmdArgs, env) {
+  console.log(`\n=== jest: ${process.execPath} ${cmdArgs.join(' ')}`);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, cmdArgs, { stdio: 'inherit', env: { ...process.env, ...env } });
+    let resultsAt;
+    let lingered = false;
+    const watch = setInterval(() => {
+      if (resultsAt === undefined && existsSync(resultsFile)) resultsAt = Date.now();
+      if (resultsAt === undefined || Date.now() - resultsAt < EXIT_GRACE_MS || lingered) return;
+      lingered = true;
+      const left = descendants(child.pid);
+      console.error(`jest did not exit ${EXIT_GRACE_MS / 1000} s after writing its results: a test left something open.` +
+        (left.length ? ` Still running under it:\n${left.map((pid) => `  ${pid} ${commandOf(pid)}`).join('\n')}` : ' (no child process: a socket, server or timer)'));
+      for (const pid of [...left, child.pid]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }, 1000);
+    child.on('exit', (code) => {
+      clearInterval(watch);
+      resolve({ ok: code === 0 && !lingered, lingered });
+    });
+  });
+}
+
+const jest = await runJest(['node_modules/jest/bin/jest.js', ...jestArgs], {
   NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules`.trim(),
 });
+const jestOk = jest.ok;
 try {
   const r = JSON.parse(readFileSync(resultsFile, 'utf8'));
   passed += r.numPassedTests;

@@ -20,11 +20,15 @@ describe('Supervised', () => {
   it('starts a child, waits for its port, keeps its output, and stops it with SIGTERM', async () => {
     const port = await freePort();
     const p = await Supervised.start('server', node, ['-e', SERVER, String(port)], { ports: [port], timeoutMs: 10_000 });
-    expect(p.running).toBe(true);
-    // stdout and stderr are two pipes: their lines arrive in either order, so wait for both and compare as a set.
-    await waitUntil(() => p.output.includes('listening') && p.output.includes('a warning'), { what: 'both streams\' lines', timeoutMs: 5000 });
-    expect(p.tail(3).split('\n').sort()).toEqual([`starting on ${port}`, 'a warning', 'listening'].sort());
-    await p.stop();
+    try {
+      expect(p.running).toBe(true);
+      // stdout and stderr are two pipes: their lines arrive in either order, so wait for both and compare as a set.
+      await waitUntil(() => p.output.includes('listening') && p.output.includes('a warning'), { what: 'both streams\' lines', timeoutMs: 5000 });
+      expect(p.tail(3).split('\n').sort()).toEqual([`starting on ${port}`, 'a warning', 'listening'].sort());
+    } finally {
+      // A failed expectation must not leave the child running: its pipes would keep jest from ever exiting.
+      await p.stop();
+    }
     expect(p.running).toBe(false);
     expect(await p.exited).toBe('SIGTERM');
     expect(await canConnect(port)).toBe(false);
