@@ -1,5 +1,5 @@
 import { foldCase, isPrefixPath, scopeKey, scopeLevels, type Scope } from './scope.js';
-import { importedRecordsOf, type ImportedRecord } from './legacy-hash.js';
+import { importedRecordsOf, type ImportedRecord } from './imported-hash.js';
 import { isImportedHash, IMPORTED_HASH_PATTERN } from './token.js';
 import type { Subject } from './subject.js';
 import { parseScopeLine, type SnapshotScope, type SnapshotToken } from './snapshot.js';
@@ -228,3 +228,17 @@ export function buildIndex(generation: string, lines: readonly string[]): Result
 }
 
 export const EMPTY_INDEX: AccessIndex = new AccessIndexBuilder().build('empty');
+
+/** The index entry of a scope (its own, or that of a scope differing only in case), if it is closed. */
+export function entryOf(index: AccessIndex, scope: Scope): IndexedScope | undefined {
+  if (scope.kind === 'dataset') return index.datasets.get(foldCase(scope.value));
+  if (scope.kind === 'path') return index.paths.get(foldCase(scope.value));
+  let children: ReadonlyMap<string, TopicNode> = index.topics;
+  let node: TopicNode | undefined;
+  for (const level of scopeLevels(scope)) {
+    node = children.get(foldCase(level));
+    if (!node) return undefined;
+    children = node.children;
+  }
+  return node?.scope;
+}

@@ -13,5 +13,6 @@ export * from './access-index.js';
 export * from './normalize.js';
 export * from './credentials.js';
 export * from './jwt-shape.js';
-export * from './legacy-hash.js';
+export * from './imported-hash.js';
+export * from './imported-decision.js';
 export * from './decide.js';

@@ -7,8 +7,11 @@
  */
 import { isPrefixPath, type Scope } from './scope.js';
 
+/** Why a closed scope is closed: a token record, a subject, `closed: true`, or the default of path scopes. */
+export type ClosedBy = 'tokens' | 'subjects' | 'flag' | 'default';
+
 /** `public` is set on an Open state when the scope is declared public (a path open for every method). */
-export type ScopeState = { readonly state: 'Closed'; readonly by: 'tokens' | 'subjects' | 'flag' | 'default' } | { readonly state: 'Open'; readonly public?: true };
+export type ScopeState = { readonly state: 'Closed'; readonly by: ClosedBy } | { readonly state: 'Open'; readonly public?: true };
 
 /**
  * Prefix paths (`wis2downloader`) are open until their first token, like topics: only process execution and

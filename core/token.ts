@@ -20,7 +20,7 @@ export const MAX_TOKEN_LENGTH = 512;
 export type Sha256Hash = `sha256:${string}`;
 /**
  * `pbkdf2-sha256:<iterations>:<salt hex>:<key hex>`: a hash imported from wis2box-auth's store, kept as it was
- * (its plaintext is unknown, so it cannot be re-hashed). Verified off the event loop (core/legacy-hash.ts).
+ * (its plaintext is unknown, so it cannot be re-hashed). Verified off the event loop (core/imported-hash.ts).
  */
 export type ImportedHash = `pbkdf2-sha256:${string}`;
 /** A stored token hash: svc's own SHA-256, or an imported PBKDF2 one. */

@@ -1,6 +1,6 @@
 /**
  * What the operator makes of one ProtectedScope before anything else: is it valid, which scope does it name,
- * and what goes into the snapshot for it.
+ * what goes into the snapshot for it, and what the compiler keeps of it between reconciles (its entry).
  *
  * Fail closed. The CRD refuses malformed objects, but if one gets in anyway (an older CRD, a restore from
  * backup) a malformed token record must not silently open its scope: a record whose hash or expiry cannot
@@ -14,7 +14,9 @@ import {
   isDateTime,
   mergeSubjects,
   SCOPE_FIELD,
+  scopeKey,
   scopeOf,
+  tokensOf,
   validateProtectedScope,
   type FieldError,
   type ProtectedScope,
@@ -73,4 +75,30 @@ export function assess(obj: ProtectedScope): Assessment {
     ...obj, spec: { [field]: scope.value, tokens, ...(closed ? { closed: true } : {}), ...(subjects.length > 0 ? { subjects } : {}) },
   } as unknown as ProtectedScope;
   return { obj, name, scope, errors, sanitized };
+}
+
+/** What the compiler keeps of one object between reconciles: everything that depends on its spec only. */
+export interface ObjectEntry {
+  readonly cacheKey: string;
+  readonly assessment: Assessment;
+  readonly scopeKey?: string;
+  readonly tokenCount: number;
+  readonly noExpiry: number;
+  /** Expiry instants (ms), ascending. */
+  readonly expiries: readonly number[];
+}
+
+/** One object assessed, with its token counts and expiries ready for the compiler and the status. */
+export function entryFor(o: ProtectedScope, cacheKey: string): ObjectEntry {
+  const assessment = assess(o);
+  if (!assessment.sanitized || !assessment.scope) return { cacheKey, assessment, tokenCount: 0, noExpiry: 0, expiries: [] };
+  const tokens = tokensOf(assessment.sanitized);
+  const expiries: number[] = [];
+  let noExpiry = 0;
+  for (const t of tokens) {
+    if (t.expiresAt === undefined) noExpiry++;
+    else expiries.push(Date.parse(t.expiresAt));
+  }
+  expiries.sort((a, b) => a - b);
+  return { cacheKey, assessment, scopeKey: scopeKey(assessment.scope), tokenCount: tokens.length, noExpiry, expiries };
 }

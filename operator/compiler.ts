@@ -8,20 +8,16 @@ import {
   compareScopes,
   compileSnapshot,
   generationOf,
-  scopeKey,
   stateOf,
   subjectsOf,
-  tokensOf,
+  type ClosedBy,
   type ProtectedScope,
   type Scope,
   type Snapshot,
 } from '../core/index.js';
 import { finishInSlices } from '../lib/time-slice.js';
-import { assess, type Assessment } from './assessment.js';
+import { entryFor, type Assessment, type ObjectEntry } from './assessment.js';
 import { desiredFor, type Desired } from './desired-status.js';
-
-/** Why a closed scope is closed (core's stateOf). */
-export type ClosedBy = 'tokens' | 'subjects' | 'flag' | 'default';
 
 export interface Compilation {
   /** Objects as they go into compileSnapshot (tokens sanitized). */
@@ -36,17 +32,6 @@ export interface Compilation {
   readonly scopeObjects: Map<string, string[]>;
   /** The earliest expiry still ahead (ms), if any: the operator reconciles again then. */
   readonly nextExpiryMs?: number;
-}
-
-/** What the compiler keeps of one object between reconciles: everything that depends on its spec only. */
-export interface ObjectEntry {
-  readonly cacheKey: string;
-  readonly assessment: Assessment;
-  readonly scopeKey?: string;
-  readonly tokenCount: number;
-  readonly noExpiry: number;
-  /** Expiry instants (ms), ascending. */
-  readonly expiries: readonly number[];
 }
 
 interface GroupEntry {
@@ -197,20 +182,6 @@ function objectCacheKey(o: ProtectedScope): string {
   const m = o.metadata ?? ({} as ProtectedScope['metadata']);
   // generation moves with every spec change; without one (never on a real API server) fall back to resourceVersion.
   return `${m.name}|${m.uid ?? ''}|${m.generation ?? `rv${m.resourceVersion ?? Math.random()}`}`;
-}
-
-function entryFor(o: ProtectedScope, cacheKey: string): ObjectEntry {
-  const assessment = assess(o);
-  if (!assessment.sanitized || !assessment.scope) return { cacheKey, assessment, tokenCount: 0, noExpiry: 0, expiries: [] };
-  const tokens = tokensOf(assessment.sanitized);
-  const expiries: number[] = [];
-  let noExpiry = 0;
-  for (const t of tokens) {
-    if (t.expiresAt === undefined) noExpiry++;
-    else expiries.push(Date.parse(t.expiresAt));
-  }
-  expiries.sort((a, b) => a - b);
-  return { cacheKey, assessment, scopeKey: scopeKey(assessment.scope), tokenCount: tokens.length, noExpiry, expiries };
 }
 
 /** Tokens not expired at nowMs (as core's isExpired: expired from the instant on), and the next expiry ahead. */

@@ -3,8 +3,8 @@
  * in the API server already says it: every status field core declares (statusPatchOf), with the
  * Ready condition's transition time moving only when its status does.
  */
-import { formatFieldErrors, SCOPE_FIELD, statusPatchOf, subjectsOf, type Condition, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
-import type { ClosedBy, ObjectEntry } from './compiler.js';
+import { formatFieldErrors, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type Condition, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
+import type { ObjectEntry } from './assessment.js';
 
 /** The status the operator writes (the CRD's status schema). */
 export type ScopeStatus = ProtectedScopeStatus;

@@ -2,7 +2,7 @@
  * `svc auth import FILE`: carries a wis2box-auth store over. wis2box-auth keeps one row per token,
  * `auth(salt, key, topic)`, with key = PBKDF2-HMAC-SHA256(token, salt, 100,000 iterations, 32 bytes). The
  * plaintext is unknown, so each row becomes a token record whose hash is `pbkdf2-sha256:100000:<salt>:<key>`
- * (core/legacy-hash.ts), in the ProtectedScope of the scope its topic maps to. A topic that maps to no scope is
+ * (core/imported-hash.ts), in the ProtectedScope of the scope its topic maps to. A topic that maps to no scope is
  * reported and skipped; a row already imported is left as it is, so running the import twice changes nothing.
  *
  * SQLite is read with sql.js (SQLite compiled to WebAssembly, installed from npm with the package's own files):

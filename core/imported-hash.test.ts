@@ -3,7 +3,7 @@ import { pbkdf2Sync } from 'node:crypto';
 import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, newProtectedScope, scopeObjectName, validateProtectedScope, type Scope, type TokenRecord } from './index.js';
 import {
   formatImportedHash, importedCandidates, importedHashOfRow, matchesImported, parseImportedHash, presentedToken, scopeOfWis2boxTopic,
-} from './legacy-hash.js';
+} from './index.js';
 import { HASH_PATTERN, hashToken, tokenIdOf } from './token.js';
 
 // PBKDF2-HMAC-SHA256("mytoken", bytes 0..23, 100000, 32), as Python's hashlib.pbkdf2_hmac computes it.
