@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../test/support/ports.js';
 import { Writable } from 'node:stream';
 import {
   buildIndex,
@@ -62,8 +63,10 @@ function fixtureIndex(): AccessIndex {
 class StaticSource implements SnapshotSource {
   readonly kind = 'static';
   readonly origin = 'test';
+  started = false;
   constructor(private readonly index: AccessIndex | null) {}
   start(sink: SnapshotSink): Promise<void> {
+    this.started = true;
     if (this.index) sink.loaded({ index: this.index, origin: this.origin, loadMs: 0 });
     return Promise.resolve();
   }
@@ -692,6 +695,31 @@ describe('svc-auth without a snapshot', () => {
     const m = await http(server.metricsUrl, 'GET', '/metrics', {});
     expect(m.body).toMatch(/^svc_auth_ready 0$/m);
     expect(m.body).toMatch(/^svc_auth_decisions_total\{endpoint="ext-authz",outcome="unavailable",scope_kind="none"\} [1-9]/m);
+  });
+});
+
+describe('svc-auth on a port already taken', () => {
+  it('fails to start, starts no source, and does not keep the port it had bound', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    // The main port binds first and the metrics port is the taken one: the main port must be let go again.
+    const mainPort = await freePort();
+    const source = new StaticSource(fixtureIndex());
+    try {
+      await expect(startServer({
+        listen: { host: '127.0.0.1', port: mainPort },
+        metricsListen: { host: '127.0.0.1', port: (taken.address() as AddressInfo).port },
+        access: DEFAULT_CONFIG,
+        source,
+        logger: createLogger('silent').logger,
+      })).rejects.toThrow(/EADDRINUSE/);
+      expect(source.started).toBe(false);
+      const again = createServer();
+      await new Promise<void>((resolve, reject) => again.once('error', reject).listen(mainPort, '127.0.0.1', resolve));
+      await new Promise((resolve) => again.close(resolve));
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 });
 

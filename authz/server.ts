@@ -90,7 +90,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const deciding = createDeciding(options, cacheMaxAge, state, metrics);
   const { server, front } = createAuthServer(deciding.auth, createApp(state, options.access), state, cacheMaxAge);
   const metricsServer = createMetricsServer(metrics, logger);
-  const [address, metricsAddress] = await listenBoth(server, options.listen, metricsServer, options.metricsListen);
+  const [address, metricsAddress] = await listenBoth(server, options.listen, metricsServer, options.metricsListen).catch((e: unknown) => {
+    stopDeciding(deciding); // a port taken: nothing else was started, and the verifier's key load must not go on
+    throw e;
+  });
 
   metrics.sourceKnown(source.kind);
   const firstLoad = source.start(snapshotSink(state, metrics, source, logger)).catch((e: unknown) => {
@@ -199,6 +202,13 @@ function createMetricsServer(metrics: AuthMetrics, logger: Logger): Server {
   });
 }
 
+/** The deciding side's timers and summaries: the key refresh, the "tokens used" and "requests refused" windows. */
+function stopDeciding(d: Deciding): void {
+  d.oidc?.stop();
+  d.usage.stop();
+  d.refusals.stop();
+}
+
 /** Both ports or neither: a failure to bind the second closes the first. */
 async function listenBoth(server: Server, at: HostPort, metricsServer: Server, metricsAt: HostPort): Promise<[AddressInfo, AddressInfo]> {
   try {
@@ -267,9 +277,7 @@ async function drainAndStop(r: Running): Promise<void> {
   await closed;
   clearTimeout(force);
   // After the drain: JWT requests still waiting for verification are answered, not reset.
-  r.deciding.oidc?.stop();
-  r.deciding.usage.stop();
-  r.deciding.refusals.stop();
+  stopDeciding(r.deciding);
   await r.source.stop();
   await new Promise<void>((resolve) => {
     r.metricsServer.close(() => resolve());
