@@ -13,8 +13,12 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 
-function step(name, cmd, cmdArgs, env = {}) {
+function announce(name, cmd, cmdArgs) {
   console.log(`\n=== ${name}: ${cmd} ${cmdArgs.join(' ')}`);
+}
+
+function step(name, cmd, cmdArgs, env = {}) {
+  announce(name, cmd, cmdArgs);
   const r = spawnSync(cmd, cmdArgs, { stdio: 'inherit', env: { ...process.env, ...env } });
   return r.status === 0;
 }
@@ -29,8 +33,8 @@ mkdirSync('.cache', { recursive: true });
 const resultsFile = '.cache/jest-results.json';
 rmSync(resultsFile, { force: true });
 const jestArgs = ['--json', `--outputFile=${resultsFile}`, ...(only ? ['--selectProjects', only] : []), ...passthrough];
-// On 2 cores jest runs every test file in its own process (in band), so one handle a test leaves open (a child process whose pipes
-// are still read, a server) keeps jest alive after its last test, and CI would wait out its whole time limit. Jest's
+// On 2 cores jest runs every test file in band, in its own process, so one handle a test leaves open (a child process
+// whose pipes are still read, a server) keeps jest alive after its last test, and CI would wait out its whole time limit. Jest's
 // --forceExit would hide that; instead, once jest has written its results it gets EXIT_GRACE_MS to exit, after which
 // what it still runs is named, killed, and counted as a failure.
 const EXIT_GRACE_MS = 60_000;
@@ -67,8 +71,9 @@ function commandOf(pid) {
   }
 }
 
+/** Runs jest like step(), and resolves whether it passed and exited by itself within EXIT_GRACE_MS of its results. */
 function runJest(cmdArgs, env) {
-  console.log(`\n=== jest: ${process.execPath} ${cmdArgs.join(' ')}`);
+  announce('jest', process.execPath, cmdArgs);
   return new Promise((resolve) => {
     const child = spawn(process.execPath, cmdArgs, { stdio: 'inherit', env: { ...process.env, ...env } });
     let resultsAt;
@@ -90,15 +95,14 @@ function runJest(cmdArgs, env) {
     }, 1000);
     child.on('exit', (code) => {
       clearInterval(watch);
-      resolve({ ok: code === 0 && !lingered, lingered });
+      resolve(code === 0 && !lingered);
     });
   });
 }
 
-const jest = await runJest(['node_modules/jest/bin/jest.js', ...jestArgs], {
+const jestOk = await runJest(['node_modules/jest/bin/jest.js', ...jestArgs], {
   NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules`.trim(),
 });
-const jestOk = jest.ok;
 try {
   const r = JSON.parse(readFileSync(resultsFile, 'utf8'));
   passed += r.numPassedTests;
