@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { decide, scopeKey, type AccessConfig, type AccessIndex, type Decision, type Scope, type VerifiedJwt, type VerifyJwt } from '../core/index.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope, type AnswerSet } from './answers.js';
-import type { OidcVerifier } from './oidc.js';
+import { jwtExpOf, type OidcVerifier } from './oidc.js';
 import { DecisionLog } from './decision-log.js';
 import type { Refusal, Refusals } from './refusals.js';
 import type { TokenUsage } from './token-usage.js';
@@ -219,7 +219,8 @@ class AuthPipeline {
         this.ctx.usage.record(d.scopeKey, d.tokenId, now, d.imported === true);
         return d.scope.kind;
       case 'granted-identity':
-        sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.expiresAt, now);
+        // Granted until exp plus the skew, cacheable only until exp itself.
+        sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, jwtExpOf(d.expiresAt), now);
         this.ctx.usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, now);
         return d.scope.kind;
       case 'no-token':
