@@ -10,7 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import { load } from 'js-yaml';
 import { installCrds, repoRoot } from '../controlplane/controlplane.js';
 import { describeCluster, kubeConfig, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
-import { CHART_DIR, helmBinary, helmLint, helmTemplate, ofKind, parseManifests, type Manifest } from '../stack/helm.js';
+import { CHART_DIR, helmBinary, helmLint, helmTemplate, ofKind, parseManifests, runHelm, type Manifest } from '../stack/helm.js';
 import { applyManifests } from '../stack/kubectl.js';
 import { ROLE_LABEL, SNAPSHOT_LABEL, shardConfigMapName } from '../../k8s/snapshot-objects.js';
 
@@ -282,6 +282,11 @@ describeCluster('Helm chart charts/svc', () => {
       const unbound = helmTemplate(helm, { namespace, values: { dataOwnerRole: { enabled: false, subjects: [{ kind: 'Group', name: 'data-owners' }] } } });
       expect(unbound.status).not.toBe(0);
       expect(unbound.stderr).toContain('dataOwnerRole.subjects needs dataOwnerRole.enabled=true');
+      // The admission policy needs its API (GA in 1.30): an older cluster is told to turn it off, and may.
+      const old = runHelm(helm, ['template', 'svc', CHART_DIR, '--namespace', namespace, '--kube-version', '1.29.0']);
+      expect(old.status).not.toBe(0);
+      expect(old.stderr).toContain('snapshotAdmissionPolicy.enabled=true needs Kubernetes >= 1.30');
+      expect(runHelm(helm, ['template', 'svc', CHART_DIR, '--namespace', namespace, '--kube-version', '1.29.0', '--set', 'snapshotAdmissionPolicy.enabled=false']).status).toBe(0);
       const twoWriters = helmTemplate(helm, { namespace, values: { operator: { replicas: 2, leaderElect: false } } });
       expect(twoWriters.status).not.toBe(0);
       expect(twoWriters.stderr).toContain('operator.replicas > 1 needs operator.leaderElect=true');
