@@ -45,6 +45,7 @@ describeCluster('only svc-operator writes the snapshot: the chart\'s admission p
   let manifests: Manifest[];
   let workDir: string;
   let operator: Program | undefined;
+  let editRole: string;
   const users = {} as Record<'mallory' | 'eddie' | 'adele' | 'dora', string>;
   const clusterRoles: string[] = [];
   const admin = () => kubeConfig();
@@ -86,17 +87,25 @@ describeCluster('only svc-operator writes the snapshot: the chart\'s admission p
   /**
    * A built-in ClusterRole (edit, admin) as the cluster has it. The test control plane runs no controller-manager, so
    * the aggregated roles are still empty there: their rules are then what the clusterrole-aggregation controller
-   * would put in them (the union of the ClusterRoles their selectors match), in a ClusterRole of the test's own.
+   * would put in them (the union of the ClusterRoles their selectors match, themselves aggregated: edit takes view's,
+   * admin edit's), in a ClusterRole of the test's own.
    */
   async function builtInRole(name: 'edit' | 'admin'): Promise<string> {
     const rbac = admin().makeApiClient(k8s.RbacAuthorizationV1Api);
     const role = await rbac.readClusterRole({ name });
     if ((role.rules ?? []).length > 0) return name;
     const rules = new Map<string, k8s.V1PolicyRule>();
-    for (const selector of role.aggregationRule?.clusterRoleSelectors ?? []) {
-      const labelSelector = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
-      for (const r of (await rbac.listClusterRole({ labelSelector })).items) for (const rule of r.rules ?? []) rules.set(JSON.stringify(rule), rule);
-    }
+    const seen = new Set<string>();
+    const gather = async (r: k8s.V1ClusterRole): Promise<void> => {
+      if (seen.has(r.metadata!.name!)) return;
+      seen.add(r.metadata!.name!);
+      for (const rule of r.rules ?? []) rules.set(JSON.stringify(rule), rule);
+      for (const selector of r.aggregationRule?.clusterRoleSelectors ?? []) {
+        const labelSelector = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+        for (const member of (await rbac.listClusterRole({ labelSelector })).items) await gather(member);
+      }
+    };
+    await gather(role);
     if (rules.size === 0) throw new Error(`ClusterRole ${name} has no rules and aggregates none`);
     const copy = `svc-test-${name}-${ns}`;
     await rbac.createClusterRole({ body: { metadata: { name: copy }, rules: [...rules.values()] } });
@@ -133,7 +142,8 @@ describeCluster('only svc-operator writes the snapshot: the chart\'s admission p
     users.mallory = kubeconfigFor('mallory');
     await bind('mallory', { kind: 'Role', name: 'configmap-writer' }, 'mallory');
     users.eddie = kubeconfigFor('eddie');
-    await bind('eddie', { kind: 'ClusterRole', name: await builtInRole('edit') }, 'eddie');
+    editRole = await builtInRole('edit');
+    await bind('eddie', { kind: 'ClusterRole', name: editRole }, 'eddie');
     users.adele = kubeconfigFor('adele');
     await bind('adele', { kind: 'ClusterRole', name: await builtInRole('admin') }, 'adele');
 
@@ -262,6 +272,13 @@ describeCluster('only svc-operator writes the snapshot: the chart\'s admission p
       'write ProtectedScopes': 'no',
     });
   }, 120_000);
+
+  it('admin hands out edit in the namespace, but not svc-data-owner: RBAC binds no more than the granter holds', async () => {
+    expectAllowed(await kubectl(users.adele, ['create', 'rolebinding', 'adele-grants-edit', `--clusterrole=${editRole}`, '--user=someone']));
+    const owner = await kubectl(users.adele, ['create', 'rolebinding', 'adele-grants-data-owner', '--role=svc-data-owner', '--user=someone']);
+    expect(owner.status).not.toBe(0);
+    expect(owner.stderr).toMatch(/forbidden.*attempting to grant RBAC permissions not currently held/s);
+  }, 60_000);
 
   it('svc-data-owner, bound with the command of docs/access-rules.md, may edit ProtectedScopes and nothing else', async () => {
     const command = /^kubectl -n NAMESPACE create rolebinding .*--role=svc-data-owner.*$/m.exec(readFileSync(DOCS, 'utf8'))?.[0];
