@@ -1,5 +1,5 @@
 /**
- * The HTTP answers of ACCESS-RULES.md "Answers", prepared once. Allow is exactly 200 with an empty
+ * The HTTP answers of docs/access-rules.md "Answers", prepared once. Allow is exactly 200 with an empty
  * body. The nginx endpoints answer only 200, 401 or 403 (nginx turns anything else into 500) with empty
  * bodies (nginx drops them); the Traefik and Envoy endpoints pass the answer on to the client, so they get
  * the precise status and an `application/problem+json` body. Every answer carries `Cache-Control: no-store`.
