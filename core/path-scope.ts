@@ -103,10 +103,12 @@ export function isJobsPath(value: string, prefixes: PathPrefixes): boolean {
  * the CLI can say so.
  */
 export function parseScopeUnder(kind: ScopeKind, raw: string, prefixes: PathPrefixes = DEFAULT_PREFIXES): Result<{ scope: Scope; rewritten: boolean }> {
-  const parsed = parseScope(kind, raw);
-  if (!parsed.ok) return parsed;
-  if (kind !== 'path') return ok({ scope: parsed.value, rewritten: false });
-  const canonical = canonicalPath(parsed.value.value, prefixes);
+  if (kind !== 'path') {
+    const parsed = parseScope(kind, raw);
+    return parsed.ok ? ok({ scope: parsed.value, rewritten: false }) : parsed;
+  }
+  // Below the API prefix first: `oapi/collections/urn:x` is refused with the form to use, not as a bad path.
+  const canonical = canonicalPath(raw.trim().replace(/^\/+|\/+$/g, ''), prefixes);
   if (!canonical.ok) return canonical;
   const checked = checkScope({ kind, value: canonical.value });
   if (!checked.ok) return checked;

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { compileSnapshot, hashToken, tokenIdOf, type ProtectedScope, type TokenRecord } from '../core/index.js';
-import { STATUS_FIELDS } from '../core/index.js';
+import { DEFAULT_CONFIG, STATUS_FIELDS } from '../core/index.js';
 import { PLACEHOLDER_HASH, assess } from './assessment.js';
 import { Compiler, computeDesired } from './compiler.js';
 import { statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
@@ -84,7 +84,7 @@ describe('computeDesired', () => {
     expect(c.desired.get('p')!.status.state).toBe('Closed');
     expect(c.desired.get('t')!.status.state).toBe('Open');
     expect(c.included.map((o) => o.metadata.name)).toEqual(['e', 'p', 't']);
-    const open = computeDesired([ps('p', { path: 'processes/svc' })], NOW, true);
+    const open = computeDesired([ps('p', { path: 'processes/svc' })], NOW, { ...DEFAULT_CONFIG, openPathsByDefault: true });
     expect(open.desired.get('p')!.status.state).toBe('Open');
   });
 
