@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { buildIndex, type AccessIndex } from './access-index.js';
 import { extractCredential } from './credentials.js';
-import { decide, DEFAULT_CONFIG, type Decision, type VerifyJwt } from './decide.js';
+import { decide, decideForScope, DEFAULT_CONFIG, type Decision, type VerifyJwt } from './decide.js';
+import { enforcedState } from './enforced-state.js';
 import { normalizeTarget } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, scopeLevels, type Scope } from './scope.js';
@@ -549,6 +550,26 @@ describe('(d) a public scope never opens what anything else closes', () => {
             expect(a).toEqual(b);
           }
         }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('(e) show, has-access-topic and the operator report what svc-auth enforces', () => {
+  /** The request svc-auth governs a path scope by: an execution, a stations write, an unsafe request to the path. */
+  const ownTarget = (value: string) =>
+    value.startsWith('processes/') ? `/oapi/processes/${value.slice('processes/'.length)}/execution` : value === 'collections/stations' ? '/oapi/collections/stations' : `/${value}`;
+  it('enforcedState of a public path scope is Open exactly when decide opens its own request, and decideForScope agrees', () => {
+    fc.assert(
+      fc.property(mixedWorldArb, anyPathArb, ([grants, paths], pub) => {
+        fc.pre(!paths.some((p) => p.value === pub) && !grants.some((g) => g.scope.kind === 'path' && g.scope.value === pub));
+        const index = indexWithPublics(grants, paths, [pub]);
+        const scope: Scope = { kind: 'path', value: pub };
+        const state = enforcedState(index, scope, { tokens: 0, subjects: 0, closedFlag: false, public: true }, DEFAULT_CONFIG);
+        const request = run(index, { method: 'DELETE', target: ownTarget(pub), authorization: undefined });
+        expect(state.state === 'Open').toBe(request.outcome === 'open');
+        expect(decideForScope(index, scope, FRESH, NOW).outcome === 'open').toBe(request.outcome === 'open');
       }),
       { numRuns: 500 },
     );

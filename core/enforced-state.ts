@@ -34,7 +34,8 @@ export function enforcedState(index: AccessIndex | undefined, scope: Scope, own:
   if (scope.kind !== 'path' || s.state === 'Closed' || index === undefined) return s;
   const d = decideForScopeAnonymous(index, scope, config);
   if (d.outcome === 'open' || d.outcome === 'malformed' || !('governing' in d)) return s;
-  if (s.public) return { state: 'Closed', by: 'covered', governing: d.governing.map(scopeKey) };
   // A path spelt as a prefix path whose own requests are closed by default (`oapi/collections/stations`).
-  return d.closedByDefault ? { state: 'Closed', by: 'default' } : s;
+  if (d.closedByDefault) return { state: 'Closed', by: 'default' };
+  // Declared public (where public is refused too): its requests are governed by the scopes that cover them.
+  return own.public ? { state: 'Closed', by: 'covered', governing: d.governing.map(scopeKey) } : s;
 }
