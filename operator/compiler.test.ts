@@ -97,6 +97,12 @@ describe('computeDesired', () => {
     expect(covered.desired.get('si')!.status.conditions![0]!.message).toMatch(/^scope Closed \(declared public, but path:processes\/station covers it/);
   });
 
+  it('a public path below the WAF prefix that a topic covers reports Closed too (the topic lines are read then)', () => {
+    const c = computeDesired([ps('w', { path: 'data/origin/a', public: true }), ps('t', { topicHierarchy: 'origin.a', tokens: [token('tok-topic-012345678')] })], NOW);
+    expect(c.desired.get('w')!.status.state).toBe('Closed');
+    expect(c.desired.get('w')!.status.conditions![0]!.message).toMatch(/declared public, but topic:origin\.a covers it/);
+  });
+
   it('an object stored in a refused form is compiled as not public and flagged, without failing the snapshot', () => {
     const objs = [
       ps('a', { path: 'oapi/collections/stations', public: true }),

@@ -163,7 +163,7 @@ export class Compiler {
     const closedBy = new Map<string, ClosedBy>();
     const coveredBy = new Map<string, readonly string[]>();
     const scopeObjects = new Map<string, string[]>();
-    const index = decisionIndexFor(phase);
+    const index = decisionIndexFor(phase, this.config);
     for (const [key, { entries }] of phase.members) {
       const sanitized = entries.map((e) => e.assessment.sanitized!);
       const own = {
@@ -199,15 +199,26 @@ export class Compiler {
  * The decision index of the snapshot just compiled, when a path scope's state may depend on other scopes (an object
  * asks for public, or its path is in a refused form): built only then, as 10,000 scopes take a while.
  */
-function decisionIndexFor(phase: SnapshotPhase): AccessIndex | undefined {
-  let needed = false;
+function decisionIndexFor(phase: SnapshotPhase, prefixes: ScopeConfig): AccessIndex | undefined {
+  const flagged: string[] = [];
   for (const e of phase.entries.values()) {
     const a = e.assessment;
-    if (a.refused !== undefined || a.obj.spec?.public === true) needed = true;
+    if ((a.refused !== undefined || a.obj.spec?.public === true) && a.scope?.kind === 'path') flagged.push(a.scope.value);
   }
-  if (!needed) return undefined;
-  const built = buildIndex(phase.snapshot.generation, phase.snapshot.lines);
+  if (flagged.length === 0) return undefined;
+  // Only path scopes can cover an execution, a stations or jobs write, or a path outside the WAF and the API's
+  // collections: the token-heavy topic and dataset lines are left out of the index unless one is needed.
+  const lines = flagged.some((value) => mayCoverWithData(value, prefixes)) ? phase.snapshot.lines : phase.snapshot.lines.filter((l) => l.startsWith('{"kind":"path"'));
+  const built = buildIndex(phase.snapshot.generation, lines);
   return built.ok ? built.value : undefined;
+}
+
+/** Whether a topic or dataset scope may govern a path scope's own request: under the WAF, or an API collection. */
+function mayCoverWithData(value: string, prefixes: ScopeConfig): boolean {
+  const segments = value.toLowerCase().split('/');
+  const under = (prefix: readonly string[]) => prefix.every((p, i) => segments[i] === p);
+  const resource = segments[prefixes.apiPrefix.length];
+  return under(prefixes.wafPrefix) || (under(prefixes.apiPrefix) && resource === 'collections' && segments[prefixes.apiPrefix.length + 1] !== 'stations');
 }
 
 function objectCacheKey(o: ProtectedScope): string {
