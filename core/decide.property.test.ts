@@ -465,7 +465,7 @@ describe('(c) open scopes never consult tokens', () => {
   });
 });
 
-// ---- (d) public scopes (ACCESS-RULES.md "Grants, public, and what lifts what") ----
+// ---- (d) public scopes (docs/access-rules.md "Open, closed, and closed by default") ----
 
 /**
  * Path scopes of every spelling, refused forms and prefixes included: a snapshot an older operator wrote may hold

@@ -342,7 +342,7 @@ function apiCandidates(found: Candidates, index: AccessIndex, config: AccessConf
 }
 
 /**
- * The governing scopes (docs/access-rules.md steps 3 and 4, and "what lifts what"): any candidate with a grant or
+ * The governing scopes (docs/access-rules.md "From a request to a decision", steps 4 and 5, and "Public"): any candidate with a grant or
  * `closed: true` governs, the most specific first, and no public scope opens what it covers. With none, a request
  * closed by default is governed by its stand-in unless a public scope names exactly what the stand-in closes.
  */
@@ -353,8 +353,8 @@ function settle(found: Candidates, fallback: IndexedScope | undefined, config: A
 }
 
 /**
- * The stand-ins for write paths no path scope covers (docs/access-rules.md: process execution, stations writes and
- * unsafe requests on jobs are closed by default). Each names the scope a token would have to be added to; they hold no token.
+ * The stand-ins for write paths no path scope covers (docs/access-rules.md "Open, closed, and closed by default": process
+ * execution, stations writes and unsafe requests on jobs). Each names the scope a token would have to be added to; they hold no token.
  */
 const byDefault = (value: string): IndexedScope => ({ scope: { kind: 'path', value }, key: `path:${value}`, depth: 0, byDefault: true });
 export const DEFAULT_STATIONS_SCOPE: IndexedScope = byDefault('collections/stations');

@@ -1,5 +1,5 @@
 /**
- * Path scopes against the request prefixes (ACCESS-RULES.md, "Grants, public, and what lifts what"). Path scopes
+ * Path scopes against the request prefixes (docs/access-rules.md, "What can be protected" and "Open, closed, and closed by default"). Path scopes
  * are written from the host's root, so `oapi/processes/svc` and `processes/svc` could name the same requests. What
  * lies below the API prefix's `processes/` and `collections/` belongs to the special forms: a path scope naming it
  * is canonicalised to the special form (`processes/svc`, `collections/stations`) where the two mean the same,
