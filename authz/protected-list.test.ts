@@ -55,6 +55,17 @@ describe('prefix and public path scopes in the public list', () => {
     expect(body.public).toEqual([{ kind: 'path', value: 'processes/station-info' }]);
   });
 
+  it('lists only the public scopes svc-auth opens: one that a closed scope covers is closed, not public', () => {
+    const objects = [newProtectedScope({ kind: 'path', value: 'processes/station' }, 'c', undefined, [record('p')]), newProtectedScope(STATION_INFO, 's', undefined, [])];
+    objects[1] = { ...objects[1]!, spec: { ...objects[1]!.spec, public: true } };
+    const snapshot = compileSnapshot(objects);
+    const index = buildIndex(snapshot.generation, snapshot.lines);
+    if (!index.ok) throw new Error(index.error);
+    const body = JSON.parse(renderProtectedList(index.value, DEFAULT_CONFIG).body) as Record<string, unknown>;
+    expect(body.public).toBeUndefined();
+    expect(body.closedByDefault).toContainEqual(expect.objectContaining({ kind: 'path', value: 'oapi/jobs' }));
+  });
+
   it('a list without public scopes has no public field (its bytes and ETag as before)', () => {
     const body = JSON.parse(renderProtectedList(indexOf([[DOWNLOADER, [record('w')]]]), DEFAULT_CONFIG).body) as Record<string, unknown>;
     expect(Object.keys(body)).toEqual(['credentials', 'scopes', 'closedByDefault']);

@@ -6,7 +6,7 @@
  * configuration), so a harvester polling it costs a string comparison.
  */
 import { createHash } from 'node:crypto';
-import type { AccessConfig, AccessIndex, IndexedScope, TopicNode } from '../core/index.js';
+import { decideForScopeAnonymous, jobsPath, type AccessConfig, type AccessIndex, type IndexedScope, type TopicNode } from '../core/index.js';
 
 export interface ProtectedList {
   readonly body: string;
@@ -26,16 +26,22 @@ function* closedScopes(index: AccessIndex): Generator<IndexedScope> {
   for (const s of index.paths.values()) if (!s.public) yield s;
 }
 
-/** Public path scopes (read-only processes called without a token), listed apart: open for every method. */
-function publicScopes(index: AccessIndex): { kind: 'path'; value: string }[] {
-  return [...index.paths.values()].filter((s) => s.public).map((s) => ({ kind: 'path' as const, value: s.scope.value })).sort((a, b) => (a.value < b.value ? -1 : 1));
+/**
+ * Public path scopes (read-only processes called without a token), listed apart: open for every method. Only those
+ * svc-auth opens: a public scope that another scope's grant covers stays closed (decideForScopeAnonymous).
+ */
+function publicScopes(index: AccessIndex, config: AccessConfig): { kind: 'path'; value: string }[] {
+  return [...index.paths.values()]
+    .filter((s) => s.public && decideForScopeAnonymous(index, s.scope, config).outcome === 'open')
+    .map((s) => ({ kind: 'path' as const, value: s.scope.value }))
+    .sort((a, b) => (a.value < b.value ? -1 : 1));
 }
 
 export function renderProtectedList(index: AccessIndex, config: AccessConfig): ProtectedList {
   const waf = `/${config.wafPrefix.join('/')}`;
   const api = `/${config.apiPrefix.join('/')}`;
   const scopes = [...closedScopes(index)].map((s) => ({ kind: s.scope.kind, value: s.scope.value })).sort((a, b) => (a.kind === b.kind ? (a.value < b.value ? -1 : 1) : a.kind < b.kind ? -1 : 1));
-  const open = publicScopes(index);
+  const open = publicScopes(index, config);
   const body = JSON.stringify({
     // OpenAPI security scheme objects, as WCMP2 links carry them (`security`).
     credentials: [
@@ -51,6 +57,7 @@ export function renderProtectedList(index: AccessIndex, config: AccessConfig): P
       : [
           { kind: 'path', value: 'collections/stations', description: `writes (POST, PUT, PATCH, DELETE) to ${api}/collections/stations need a token of that scope` },
           { kind: 'path', value: 'processes', description: `executing a process (${api}/processes/<id>) needs a token of a processes/<prefix> scope covering it` },
+          { kind: 'path', value: jobsPath(config), description: `unsafe requests (DELETE, POST, ...) to ${api}/jobs and below, such as dismissing a job, need a token of that scope` },
         ],
   });
   return { body, etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"` };

@@ -540,7 +540,7 @@ describe('GET /authz/v1/protected (public: what metadata publishers need)', () =
       { kind: 'topic', value: TOPIC.value },
     ]);
     expect(body.credentials.map((c) => [c.type, c.scheme ?? c.in, c.name ?? null])).toEqual([['http', 'bearer', null], ['apiKey', 'query', 'token'], ['http', 'basic', null]]);
-    expect(body.closedByDefault.map((d) => d.value)).toEqual(['collections/stations', 'processes']);
+    expect(body.closedByDefault.map((d) => d.value)).toEqual(['collections/stations', 'processes', 'oapi/jobs']);
     for (const t of ALL_TOKENS) expect(a.body.includes(idOf(t))).toBe(false);
     expect(a.body.includes('sha256')).toBe(false);
     // Only these keys anywhere in the document: nothing about tokens but how to present one.

@@ -27,7 +27,7 @@ const CASES: [string[], string[]][] = [
   [['auth', 'add-token', '--topic-hierarchy', ''], []],
   // public offers --path only: the scope kinds it refuses are not offered.
   [['auth', 'public', '--p'], ['--path']],
-  [['auth', 'public', '--'], ['--context', '--dir', '--help', '--kubeconfig', '--namespace', '--off', '--open-paths-by-default', '--output', '--path', '--request-timeout', '--version']],
+  [['auth', 'public', '--'], ['--api-prefix', '--context', '--dir', '--help', '--kubeconfig', '--namespace', '--off', '--open-paths-by-default', '--output', '--path', '--request-timeout', '--version', '--waf-prefix']],
 ];
 
 const plain = (lines: readonly string[]) => lines.map((l) => l.split('\t')[0]!).sort();

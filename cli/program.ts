@@ -15,6 +15,8 @@ import type { CommandContext } from './commands/common.js';
 
 interface GlobalOptions {
   openPathsByDefault?: boolean;
+  wafPrefix?: string;
+  apiPrefix?: string;
   kubeconfig?: string;
   context?: string;
   namespace?: string;
@@ -30,6 +32,25 @@ function parseBooleanSetting(name: string, value: string | undefined): boolean |
   if (v === '' || v === 'false' || v === '0') return false;
   if (v === 'true' || v === '1') return true;
   return new Error(`${name}=${JSON.stringify(value)}: use true or false`);
+}
+
+/**
+ * svc-auth's prefixes, as the CLI must read path scopes against them: the flag, else the environment (the chart sets
+ * SVC_WAF_PREFIX and SVC_API_PREFIX in svc-management), else /data and /oapi. Core loads here, when a command runs.
+ */
+async function prefixesOf(g: GlobalOptions, env: Readonly<Record<string, string | undefined>>): Promise<CommandContext['prefixes']> {
+  const { parsePrefix } = await import('../core/decide.js');
+  const read = (flag: string, value: string | undefined, fallback: string): readonly string[] => {
+    try {
+      return parsePrefix(value === undefined || value === '' ? fallback : value);
+    } catch (e) {
+      throw usageError(`${flag}: ${(e as Error).message}`);
+    }
+  };
+  return {
+    wafPrefix: read(g.wafPrefix !== undefined ? '--waf-prefix' : 'SVC_WAF_PREFIX', g.wafPrefix ?? env.SVC_WAF_PREFIX, '/data'),
+    apiPrefix: read(g.apiPrefix !== undefined ? '--api-prefix' : 'SVC_API_PREFIX', g.apiPrefix ?? env.SVC_API_PREFIX, '/oapi'),
+  };
 }
 
 function version(): string {
@@ -145,6 +166,8 @@ function withGlobalOptions(program: Command): Command {
     .option('--dir <dir>', 'use a directory of ProtectedScope manifests instead of a cluster (also $SVC_SCOPES_DIR)')
     .option('--request-timeout <duration>', 'timeout of each Kubernetes API request, e.g. 30s (default 30s)')
     .option('--open-paths-by-default', "answer as an svc-auth run with --open-paths-by-default does (also $SVC_OPEN_PATHS_BY_DEFAULT=true)")
+    .option('--waf-prefix <prefix>', "svc-auth's --waf-prefix (default /data; also $SVC_WAF_PREFIX)")
+    .option('--api-prefix <prefix>', "svc-auth's --api-prefix, which paths below <prefix>/processes and <prefix>/collections are read against (default /oapi; also $SVC_API_PREFIX)")
     .showSuggestionAfterError(true)
     .exitOverride();
 }
@@ -162,6 +185,7 @@ function runner(io: Io, setExit: (code: number) => void): Runner {
         commandPath: commandPath(cmd),
         openPathsByDefault: globals.openPathsByDefault === true || fromEnv,
         storeFlags: storeFlagsOf(globals),
+        prefixes: await prefixesOf(globals, io.env),
         openStore: async (): Promise<ScopeStore> => {
           const { openStore } = await import('./backends/open.js');
           return openStore(storeOptions(globals), io.env);

@@ -25,8 +25,9 @@ export interface IndexedScope {
   /** The identities it grants (snapshot `subjects`); absent when it grants none, as for most scopes. */
   readonly subjects?: SubjectGrants;
   /**
-   * A public path scope: when it is the most specific candidate, the request is open (every method). A case
-   * variant that is not public clears it on the merged entry (never more open).
+   * A public path scope: it never governs, and it opens a request only where no candidate with a grant or
+   * `closed: true` covers it and the request is closed by default for exactly what it names (decide's lifts). A
+   * case variant that is not public clears it on the merged entry (never more open).
    */
   readonly public?: true;
   /** Its imported (wis2box-auth PBKDF2) records, which are not in the token table; absent when none. */

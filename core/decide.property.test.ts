@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { buildIndex, type AccessIndex } from './access-index.js';
 import { extractCredential } from './credentials.js';
-import { decide, DEFAULT_CONFIG, type Decision, type VerifyJwt } from './decide.js';
+import { decide, decideForScope, DEFAULT_CONFIG, type Decision, type VerifyJwt } from './decide.js';
+import { enforcedState } from './enforced-state.js';
 import { normalizeTarget } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, scopeLevels, type Scope } from './scope.js';
@@ -90,6 +91,8 @@ function refCandidates(scopes: readonly Scope[], method: string | null, rawSegme
 function refDefault(method: string | null, rawSegments: readonly string[]): string | undefined {
   const segments = rawSegments.map((s) => s.toLowerCase());
   const [prefix, resource, id] = segments;
+  // Unsafe requests on jobs (dismissing one), the list included: closed by default like an execution.
+  if (prefix === DEFAULT_CONFIG.apiPrefix[0] && resource === 'jobs' && !(method !== null && SAFE.includes(method))) return 'path:oapi/jobs';
   if (prefix !== DEFAULT_CONFIG.apiPrefix[0] || id === undefined) return undefined;
   if (resource === 'collections' && id === 'stations' && !(method !== null && SAFE.includes(method))) return 'path:collections/stations';
   if (resource === 'processes' && method !== 'OPTIONS') return /^[a-z0-9_]+(-[a-z0-9_]+)*$/.test(id) ? `path:processes/${id}` : 'path:processes';
@@ -169,7 +172,7 @@ const plainPathArb = fc.oneof(
     .tuple(fc.oneof(topicArb, urnArb, fc.constantFrom('stations', 'discovery-metadata', 'other', 'core.x')), fc.constantFrom('', '/items', '/items/1'))
     .map(([id, rest]) => `/oapi/collections/${id}${rest}`),
   fc.tuple(fc.oneof(processArb, fc.constantFrom('svcx', 'p_q')), fc.constantFrom('', '/execution')).map(([id, rest]) => `/oapi/processes/${id}${rest}`),
-  fc.constantFrom('/', '/oapi/collections', '/oapi/processes', '/other/a/b', '/database/a', '/oapi/jobs/svc'),
+  fc.constantFrom('/', '/oapi/collections', '/oapi/processes', '/other/a/b', '/database/a', '/oapi/jobs/svc', '/oapi/jobs', '/oapi/jobs/svc/results'),
 );
 /** Each letter of `path` in upper case or not, as `flips` says (cycled). */
 const flipCase = (path: string, flips: readonly boolean[]) => [...path].map((c, i) => (flips[i % flips.length] ? c.toUpperCase() : c)).join('');
@@ -458,6 +461,117 @@ describe('(c) open scopes never consult tokens', () => {
         expect(decide(indexOf(grants), DEFAULT_CONFIG, { method, target: p, authorization }, NOW).outcome).not.toBe('open');
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+// ---- (d) public scopes (docs/access-rules.md "Open, closed, and closed by default") ----
+
+/**
+ * Path scopes of every spelling, refused forms and prefixes included: a snapshot an older operator wrote may hold
+ * any of them as public, so the decision must hold whatever the compile let through.
+ */
+const anyPathArb = fc.oneof(
+  processArb.map((p) => `processes/${p}`),
+  processArb.map((p) => `oapi/processes/${p}`),
+  fc.constantFrom('collections/stations', 'oapi', 'oapi/processes', 'oapi/collections', 'oapi/collections/stations', 'oapi/collections/stations/items'),
+  fc.constantFrom('oapi/collections/a.b', 'oapi/jobs', 'oapi/jobs/svc', 'data', 'data/a', 'wis2downloader', 'wis2downloader/x'),
+);
+/** Closed path scopes of any spelling (a token or `closed: true`), next to a world of the model's scopes. */
+const pathGrantArb = fc.record({ value: anyPathArb, closedOnly: fc.boolean() });
+const mixedWorldArb = fc.tuple(worldArb, fc.array(pathGrantArb, { maxLength: 4 }));
+const publicRequestArb = fc.record({
+  method: methodArb,
+  path: fc.oneof(pathArb, fc.constantFrom('/oapi/jobs/svc', '/oapi/jobs/svc/results', '/oapi/collections/stations/items', '/wis2downloader/x/y', '/data/a/f.bufr4', '/oapi/processes/svc/execution')),
+  cred: credArb,
+});
+
+/** The index of a world, its closed path scopes, and public lines for `publics` written as a snapshot may hold them. */
+function indexWithPublics(grants: readonly Grant[], paths: readonly { value: string; closedOnly: boolean }[], publics: readonly string[]): AccessIndex {
+  const objects = grants.map((g, i) => {
+    const hash = hashToken(plain(g));
+    const o = newProtectedScope(g.scope, `o-${i}`, 'svc', g.closedOnly ? [] : [{ id: tokenIdOf(hash), hash, createdAt: PAST, ...(g.expiresAt ? { expiresAt: g.expiresAt } : {}) }]);
+    return g.closedOnly ? { ...o, spec: { ...o.spec, closed: true } } : o;
+  });
+  const hash = hashToken(POOL[0]!);
+  paths.forEach((p, i) => {
+    const o = newProtectedScope({ kind: 'path', value: p.value }, `p-${i}`, 'svc', p.closedOnly ? [] : [{ id: tokenIdOf(hash), hash, createdAt: PAST }]);
+    objects.push(p.closedOnly ? { ...o, spec: { ...o.spec, closed: true } } : o);
+  });
+  const s = compileSnapshot(objects);
+  const keys = new Set(s.lines.map((l) => { const { kind, value } = JSON.parse(l) as Scope; return `${kind}:${value}`; }));
+  const lines = [...s.lines];
+  for (const value of new Set(publics)) if (!keys.has(`path:${value}`)) lines.push(JSON.stringify({ kind: 'path', value, public: true, tokens: [] }));
+  const r = buildIndex('g', lines);
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+}
+
+/** What a public scope may lift (the model): the closed-by-default request it names exactly. */
+function publicNames(value: string, method: string | null, rawSegments: readonly string[]): boolean {
+  const segments = rawSegments.map((x) => x.toLowerCase());
+  const [prefix, resource, id] = segments;
+  if (prefix !== 'oapi') return false;
+  const unsafe = !(method !== null && SAFE.includes(method));
+  if (resource === 'processes' && id !== undefined && method !== 'OPTIONS') return value === `processes/${id}`;
+  if (resource === 'collections' && id === 'stations' && unsafe) return value === 'collections/stations';
+  if (resource === 'jobs' && unsafe) return value.startsWith('oapi/jobs') && containsRun(segments.slice(0, value.split('/').length), value.split('/')) && segments.length >= value.split('/').length;
+  return false;
+}
+
+describe('(d) a public scope never opens what anything else closes', () => {
+  it('adding a public scope never opens a request that a non-public covering scope closes', () => {
+    fc.assert(
+      fc.property(mixedWorldArb, anyPathArb, fc.array(publicRequestArb, { minLength: 1, maxLength: 12 }), ([grants, paths], pub, requests) => {
+        const before = indexWithPublics(grants, paths, []);
+        const after = indexWithPublics(grants, paths, [pub]);
+        for (const r of requests.map(toReq)) {
+          const b = run(before, r);
+          // Governed by a scope with a token or closed: true (not by the default): the public one changes nothing.
+          if (b.outcome !== 'open' && b.outcome !== 'malformed' && !b.closedByDefault) expect(run(after, r)).toEqual(b);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+  it('public lifts only "closed by default", and only for exactly the process id, stations or jobs path it names', () => {
+    fc.assert(
+      fc.property(mixedWorldArb, anyPathArb, fc.array(publicRequestArb, { minLength: 1, maxLength: 12 }), ([grants, paths], pub, requests) => {
+        const before = indexWithPublics(grants, paths, []);
+        const after = indexWithPublics(grants, paths, [pub]);
+        for (const r of requests.map(toReq)) {
+          const b = run(before, r);
+          const a = run(after, r);
+          if (a.outcome === 'open' && b.outcome !== 'open') {
+            const t = normalizeTarget(r.target);
+            expect(b.outcome !== 'malformed' && b.closedByDefault).toBe(true);
+            expect(t.ok && publicNames(pub, r.method, t.segments)).toBe(true);
+          } else {
+            expect(a).toEqual(b);
+          }
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('(e) show, has-access-topic and the operator report what svc-auth enforces', () => {
+  /** The request svc-auth governs a path scope by: an execution, a stations write, an unsafe request to the path. */
+  const ownTarget = (value: string) =>
+    value.startsWith('processes/') ? `/oapi/processes/${value.slice('processes/'.length)}/execution` : value === 'collections/stations' ? '/oapi/collections/stations' : `/${value}`;
+  it('enforcedState of a public path scope is Open exactly when decide opens its own request, and decideForScope agrees', () => {
+    fc.assert(
+      fc.property(mixedWorldArb, anyPathArb, ([grants, paths], pub) => {
+        fc.pre(!paths.some((p) => p.value === pub) && !grants.some((g) => g.scope.kind === 'path' && g.scope.value === pub));
+        const index = indexWithPublics(grants, paths, [pub]);
+        const scope: Scope = { kind: 'path', value: pub };
+        const state = enforcedState(index, scope, { tokens: 0, subjects: 0, closedFlag: false, public: true }, DEFAULT_CONFIG);
+        const request = run(index, { method: 'DELETE', target: ownTarget(pub), authorization: undefined });
+        expect(state.state === 'Open').toBe(request.outcome === 'open');
+        expect(decideForScope(index, scope, FRESH, NOW).outcome === 'open').toBe(request.outcome === 'open');
+      }),
+      { numRuns: 500 },
     );
   });
 });

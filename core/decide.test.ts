@@ -308,9 +308,11 @@ describe('processes: processes/<p> governs ids equal to p or starting with p-; O
   it('OPTIONS (CORS preflight) is open', () => {
     expect(outcome(ask(world, 'OPTIONS', '/oapi/processes/svc-synop2bufr/execution'))).toBe('open');
   });
-  it('the process list and jobs are not governed', () => {
+  it('the process list and reading jobs are not governed', () => {
     expect(outcome(ask(world, 'GET', '/oapi/processes'))).toBe('open');
     expect(outcome(ask(world, 'GET', '/oapi/jobs/svc-synop2bufr'))).toBe('open');
+    expect(outcome(ask(world, 'HEAD', '/oapi/jobs'))).toBe('open');
+    expect(outcome(ask(world, 'OPTIONS', '/oapi/jobs/1'))).toBe('open');
   });
   it('the svc token executes', () => {
     expect(ask(world, 'POST', '/oapi/processes/svc-synop2bufr/execution', bearer(T.svc))).toMatchObject({
@@ -753,7 +755,7 @@ describe('decideForScope (the CLI’s has-access-topic)', () => {
     expect(outcome(decideForScope(world, topic('origin.a'), T.obs, NOW))).toBe('open');
     expect(outcome(decideForScope(world, path('processes/svcx'), T.obs, NOW))).toBe('insufficient-scope');
     expect(governing(decideForScope(world, path('processes/svcx'), T.obs, NOW))).toEqual(['path:processes/svcx']);
-    expect(outcome(decideForScope(world, path('processes/svcx'), T.obs, NOW, true))).toBe('open');
+    expect(outcome(decideForScope(world, path('processes/svcx'), T.obs, NOW, { ...DEFAULT_CONFIG, openPathsByDefault: true }))).toBe('open');
     expect(outcome(decideForScope(world, dataset('urn:wmo:md:mw-met:obs2'), T.obs, NOW))).toBe('open');
   });
   it('agrees with decide on the scope’s own data', () => {
@@ -762,5 +764,105 @@ describe('decideForScope (the CLI’s has-access-topic)', () => {
       expect(outcome(decideForScope(world, OBS, t, NOW))).toBe(outcome(ask(world, 'GET', '/oapi/collections/urn:wmo:md:mw-met:obs', bearer(t))));
       expect(outcome(decideForScope(world, SVC, t, NOW))).toBe(outcome(ask(world, 'POST', '/oapi/processes/svc/execution', bearer(t))));
     }
+  });
+});
+
+describe('jobs: unsafe methods (dismissing a job) are closed by default like executions; reads stay open', () => {
+  it.each([['DELETE', '/oapi/jobs/1'], ['POST', '/oapi/jobs'], ['PUT', '/oapi/jobs/1/results'], ['PATCH', '/OAPI/Jobs/1'], [null, '/oapi/jobs/1']])('%s %s: 401, governed by the default path:oapi/jobs', (method, target) => {
+    const d = decide(world, DEFAULT_CONFIG, { method, target, authorization: undefined }, NOW);
+    expect(d).toMatchObject({ outcome: 'no-token', closedByDefault: true });
+    expect(governing(d)).toEqual(['path:oapi/jobs']);
+    expect(outcome(decide(world, OPEN_PATHS, { method, target, authorization: undefined }, NOW))).toBe('open');
+  });
+  it('a closed path scope oapi/jobs with tokens grants them (and governs reads too: a prefix path governs every method)', () => {
+    const index = indexOf([{ scope: path('oapi/jobs'), token: T.svc }]);
+    expect(outcome(ask(index, 'DELETE', '/oapi/jobs/1', bearer(T.svc)))).toBe('granted');
+    expect(outcome(ask(index, 'DELETE', '/oapi/jobs/1'))).toBe('no-token');
+    expect(governing(ask(index, 'DELETE', '/oapi/jobs/1'))).toEqual(['path:oapi/jobs']);
+    expect(outcome(ask(index, 'GET', '/oapi/jobs'))).toBe('no-token');
+  });
+  it('the stand-in follows the API prefix', () => {
+    const config: AccessConfig = { ...DEFAULT_CONFIG, apiPrefix: parsePrefix('/api/v1') };
+    expect(governing(ask(world, 'DELETE', '/api/v1/jobs/1', undefined, config))).toEqual(['path:api/v1/jobs']);
+    expect(outcome(ask(world, 'DELETE', '/oapi/jobs/1', undefined, config))).toBe('open');
+  });
+});
+
+describe('a public scope never opens what anything else closes (issue 27, item 1)', () => {
+  /** The world plus public path scopes, as a snapshot line each (any spelling an older operator may have written). */
+  function withPublic(grants: readonly Grant[], publics: readonly string[]): AccessIndex {
+    const objects = grants.map((g, i) => {
+      const hash = hashToken(g.token);
+      return newProtectedScope(g.scope, `o-${i}`, 'svc', [{ id: tokenIdOf(hash), hash, createdAt: PAST }]);
+    });
+    const lines = [...compileSnapshot(objects).lines, ...publics.map((value) => JSON.stringify({ kind: 'path', value, public: true, tokens: [] }))];
+    const r = buildIndex('g', lines);
+    if (!r.ok) throw new Error(r.error);
+    return r.value;
+  }
+  const stations = [{ scope: STATIONS, token: T.stations }];
+  it.each(['oapi/collections/stations', 'oapi/collections'])('public %s next to a token on collections/stations: anonymous writes 401', (pub) => {
+    const index = withPublic(stations, [pub]);
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      expect(outcome(ask(index, method, '/oapi/collections/stations/items'))).toBe('no-token');
+      expect(governing(ask(index, method, '/oapi/collections/stations/items'))).toEqual(['path:collections/stations']);
+    }
+    expect(outcome(ask(index, 'POST', '/oapi/collections/stations/items', bearer(T.stations)))).toBe('granted');
+  });
+  it('a public oapi/processes/<id> never opens an execution that processes/<prefix> closes with a token', () => {
+    const index = withPublic([{ scope: SVC, token: T.svc }], ['oapi/processes/svc-synop2bufr', 'processes/svc-synop2bufr']);
+    expect(outcome(ask(index, 'POST', '/oapi/processes/svc-synop2bufr/execution'))).toBe('no-token');
+    expect(governing(ask(index, 'POST', '/oapi/processes/svc-synop2bufr/execution'))).toEqual(['path:processes/svc']);
+  });
+  it('a public oapi (or data, or oapi/processes) opens no execution and no stations write closed by default', () => {
+    const index = withPublic([], ['oapi', 'data', 'oapi/processes', 'oapi/collections/stations']);
+    expect(outcome(ask(index, 'POST', '/oapi/processes/anything/execution'))).toBe('no-token');
+    expect(outcome(ask(index, 'POST', '/oapi/collections/stations/items'))).toBe('no-token');
+    expect(outcome(ask(index, 'DELETE', '/oapi/jobs/1'))).toBe('no-token');
+    expect(outcome(ask(index, 'GET', '/oapi/collections/x/items'))).toBe('open');
+  });
+  it('a public processes/station-info opens that process id, not station-info-update; tokens keep the prefix rule', () => {
+    const index = withPublic([], ['processes/station-info']);
+    expect(outcome(ask(index, 'POST', '/oapi/processes/station-info/execution'))).toBe('open');
+    expect(outcome(ask(index, 'POST', '/oapi/processes/Station-Info/execution'))).toBe('open');
+    expect(outcome(ask(index, 'POST', '/oapi/processes/station-info-update/execution'))).toBe('no-token');
+    expect(governing(ask(index, 'POST', '/oapi/processes/station-info-update/execution'))).toEqual(['path:processes/station-info-update']);
+    const tokens = indexOf([{ scope: path('processes/station-info'), token: T.svc }]);
+    expect(outcome(ask(tokens, 'POST', '/oapi/processes/station-info-update/execution', bearer(T.svc)))).toBe('granted');
+  });
+  it('however much more specific: a closed prefix path (oapi) or a shorter process prefix keeps a deeper public scope closed', () => {
+    const index = withPublic([{ scope: path('oapi'), token: T.other }], ['processes/station-info', 'collections/stations', 'oapi/jobs/1']);
+    expect(governing(ask(index, 'POST', '/oapi/processes/station-info/execution'))).toEqual(['path:oapi']);
+    expect(outcome(ask(index, 'POST', '/oapi/collections/stations'))).toBe('no-token');
+    expect(outcome(ask(index, 'DELETE', '/oapi/jobs/1'))).toBe('no-token');
+    const prefix = withPublic([{ scope: path('processes/station'), token: T.svc }], ['processes/station-info']);
+    expect(governing(ask(prefix, 'POST', '/oapi/processes/station-info/execution'))).toEqual(['path:processes/station']);
+  });
+  it('closed: true and subjects close as tokens do', () => {
+    const closed = newProtectedScope(SVC, 'c', 'svc', []);
+    const subject = newProtectedScope(path('processes/station'), 's', 'svc', []);
+    const lines = [
+      ...compileSnapshot([{ ...closed, spec: { ...closed.spec, closed: true } }, { ...subject, spec: { ...subject.spec, subjects: [{ kind: 'Group', name: 'ops' }] } }]).lines,
+      JSON.stringify({ kind: 'path', value: 'processes/svc-x', public: true, tokens: [] }),
+      JSON.stringify({ kind: 'path', value: 'processes/station-info', public: true, tokens: [] }),
+    ];
+    const index = buildIndex('g', lines);
+    if (!index.ok) throw new Error(index.error);
+    expect(governing(ask(index.value, 'POST', '/oapi/processes/svc-x/execution'))).toEqual(['path:processes/svc']);
+    expect(governing(ask(index.value, 'POST', '/oapi/processes/station-info/execution'))).toEqual(['path:processes/station']);
+  });
+  it('a public prefix path below the API prefix’s jobs lifts unsafe jobs requests; public oapi/jobs is exactly that', () => {
+    const index = withPublic([], ['oapi/jobs/1']);
+    expect(outcome(ask(index, 'DELETE', '/oapi/jobs/1'))).toBe('open');
+    expect(outcome(ask(index, 'DELETE', '/oapi/jobs/1/results'))).toBe('open');
+    expect(outcome(ask(index, 'DELETE', '/oapi/jobs/2'))).toBe('no-token');
+    expect(outcome(ask(withPublic([], ['oapi/jobs']), 'DELETE', '/oapi/jobs/2'))).toBe('open');
+  });
+  it('has-access-topic agrees: decideForScope of the public scope is what svc-auth answers', () => {
+    const index = withPublic([{ scope: path('processes/station'), token: T.svc }], ['processes/station-info', 'processes/other']);
+    expect(outcome(decideForScope(index, path('processes/station-info'), T.unknown, NOW))).toBe(outcome(ask(index, 'POST', '/oapi/processes/station-info/execution', bearer(T.unknown))));
+    expect(outcome(decideForScope(index, path('processes/station-info'), T.svc, NOW))).toBe('granted');
+    expect(outcome(decideForScope(index, path('processes/other'), T.unknown, NOW))).toBe('open');
+    expect(outcome(decideForScope(index, path('oapi/jobs/1'), T.unknown, NOW))).toBe(outcome(ask(index, 'DELETE', '/oapi/jobs/1', bearer(T.unknown))));
   });
 });

@@ -9,6 +9,7 @@ import { unverifiedIssuer } from './jwt-shape.js';
 import type { Identity } from './subject.js';
 import { normalizeTarget } from './normalize.js';
 import { foldCase, isPrefixPath, type Scope, type ScopeKind } from './scope.js';
+import { DEFAULT_PREFIXES, jobsPath, type PathPrefixes } from './path-scope.js';
 import { hashTokenDigestInto, isPlausibleToken, MAX_TOKEN_LENGTH, tokenIdOfDigest } from './token.js';
 
 export type Area = 'waf' | 'api' | 'other';
@@ -119,7 +120,10 @@ export type Decision =
 
 export type Outcome = Decision['outcome'];
 
-export const DEFAULT_CONFIG: AccessConfig = { wafPrefix: ['data'], apiPrefix: ['oapi'], tokenParam: 'token' };
+export const DEFAULT_CONFIG: AccessConfig = { ...DEFAULT_PREFIXES, tokenParam: 'token' };
+
+/** What deciding for a scope (show, has-access-topic, the operator's status) needs of svc-auth's configuration. */
+export type ScopeConfig = PathPrefixes & Pick<AccessConfig, 'openPathsByDefault'>;
 
 /**
  * `/data/` → ['data'], case-folded as requests are for governance; the root prefix `/` is refused because it
@@ -161,30 +165,49 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
 }
 
 
-/** What the CLI's has-access-topic answers: the decision for a request to the scope's own data. */
-export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number, openPathsByDefault = false): Decision {
-  return decideScopeWith(index, scope, { kind: 'token', token, source: 'bearer' }, nowMs, openPathsByDefault);
+/**
+ * What the CLI's has-access-topic answers: the decision for a request to the scope's own data. `config` is svc-auth's
+ * (its prefixes and --open-paths-by-default), so the answer is the one svc-auth gives.
+ */
+export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number, config: ScopeConfig = DEFAULT_CONFIG): Decision {
+  return decideScopeWith(index, scope, { kind: 'token', token, source: 'bearer' }, nowMs, config);
 }
 
 /** has-access-topic for an identity (`--user U --group G`), as if it came in a valid JWT that never expires. */
-export function decideForScopeAs(index: AccessIndex, scope: Scope, identity: Identity, nowMs: number, openPathsByDefault = false): Decision {
-  return decideScopeWith(index, scope, { ok: true, identity, source: 'bearer', expiresAt: Infinity }, nowMs, openPathsByDefault);
+export function decideForScopeAs(index: AccessIndex, scope: Scope, identity: Identity, nowMs: number, config: ScopeConfig = DEFAULT_CONFIG): Decision {
+  return decideScopeWith(index, scope, { ok: true, identity, source: 'bearer', expiresAt: Infinity }, nowMs, config);
 }
 
-function decideScopeWith(index: AccessIndex, scope: Scope, credential: Credential | VerifiedJwt, nowMs: number, openPathsByDefault: boolean): Decision {
-  const found = new Candidates();
+/** Whether anything but the scope's own grants decides its requests: open, or governed by which scopes. */
+export function decideForScopeAnonymous(index: AccessIndex, scope: Scope, config: ScopeConfig = DEFAULT_CONFIG): Decision {
+  return decideScopeWith(index, scope, { kind: 'none' }, 0, config);
+}
+
+/**
+ * The scope's own data: a topic's or dataset's as their candidates (their levels anywhere); a path scope's as the
+ * request svc-auth governs it by (an execution of the process, a stations write, an unsafe request to a prefix
+ * path), through the same governingFor, so a public scope reads open exactly where svc-auth opens it.
+ */
+function decideScopeWith(index: AccessIndex, scope: Scope, credential: Credential | VerifiedJwt, nowMs: number, config: ScopeConfig): Decision {
   const value = foldCase(scope.value);
+  if (scope.kind === 'path') {
+    const { area, scopes } = governingFor(index, { ...config, tokenParam: null }, null, ownRequest(value, config));
+    if (scopes.length === 0) return { outcome: 'open', area, path: '' };
+    return judge(index, area, '', scopes, credential, nowMs);
+  }
+  const found = new Candidates();
   if (scope.kind === 'topic') found.topicRuns(index, value.split('.'));
-  else if (scope.kind === 'dataset') found.datasetPrefixes(index, value);
-  else if (value.startsWith('processes/')) found.processPrefixes(index, value.slice('processes/'.length));
-  else if (isPrefixPath(value)) found.prefixRuns(index, value.split('/'));
-  else found.add(index.paths.get(value));
-  // A process or stations scope's own requests are writes (an execution, a stations write): closed by default.
-  if (scope.kind === 'path' && found.none && !openPathsByDefault && !isPrefixPath(value)) found.add(byDefault(value));
-  const area: Area = scope.kind === 'path' ? 'api' : 'other';
-  const scopes = withoutPublic(found.mostSpecific());
-  if (scopes.length === 0) return { outcome: 'open', area, path: '' };
-  return judge(index, area, '', scopes, credential, nowMs);
+  else found.datasetPrefixes(index, value);
+  const scopes = found.mostSpecific();
+  if (scopes.length === 0) return { outcome: 'open', area: 'other', path: '' };
+  return judge(index, 'other', '', scopes, credential, nowMs);
+}
+
+/** The folded segments of the request a path scope stands for: an execution, a stations write, or its own path. */
+function ownRequest(value: string, prefixes: PathPrefixes): readonly string[] {
+  if (value === 'collections/stations') return [...prefixes.apiPrefix, 'collections', 'stations'];
+  if (!isPrefixPath(value)) return [...prefixes.apiPrefix, 'processes', value.slice('processes/'.length), 'execution'];
+  return value.split('/');
 }
 
 /** Governed by the stand-in for a path no scope covers (closed by default), and by nothing else. */
@@ -274,6 +297,8 @@ function foldSegments(segments: readonly string[]): readonly string[] {
 function governingFor(index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): { area: Area; scopes: readonly IndexedScope[] } {
   const found = new Candidates();
   let area: Area = 'other';
+  // The stand-in when the request is closed by default (an execution, a stations or jobs write).
+  let fallback: IndexedScope | undefined;
   // Prefix path scopes (`wis2downloader`) govern their path and below wherever it is, every method.
   found.prefixRuns(index, segments);
   if (startsWith(segments, config.wafPrefix)) {
@@ -286,33 +311,50 @@ function governingFor(index: AccessIndex, config: AccessConfig, method: string |
     }
   } else if (startsWith(segments, config.apiPrefix)) {
     area = 'api';
-    const resource = segments[config.apiPrefix.length];
-    const id = segments[config.apiPrefix.length + 1];
-    const safe = method !== null && SAFE_METHODS.has(method);
-    if (resource === 'collections' && id !== undefined) {
-      if (id === 'stations') {
-        if (!safe) found.add(index.paths.get('collections/stations') ?? (config.openPathsByDefault ? undefined : DEFAULT_STATIONS_SCOPE));
-      } else if (!(id === 'discovery-metadata' && safe)) {
-        found.topicRuns(index, id.split('.'));
-        found.datasetPrefixes(index, id);
-      }
-    } else if (resource === 'processes' && id !== undefined && method !== 'OPTIONS') {
-      found.processPrefixes(index, id);
-      if (found.none && !config.openPathsByDefault) found.add(defaultProcessScope(id));
-    }
+    fallback = apiCandidates(found, index, config, method, segments);
   }
-  return { area, scopes: withoutPublic(found.mostSpecific()) };
+  return { area, scopes: settle(found, fallback, config) };
 }
 
-/** The most specific candidates less the public ones: a public scope that is most specific opens its requests. */
-function withoutPublic(scopes: readonly IndexedScope[]): readonly IndexedScope[] {
-  for (const s of scopes) if (s.public) return scopes.filter((x) => !x.public);
-  return scopes;
+/** Step 2 below the API prefix: collections, stations writes, executions, jobs; returns the default-closed stand-in. */
+function apiCandidates(found: Candidates, index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): IndexedScope | undefined {
+  const resource = segments[config.apiPrefix.length];
+  const id = segments[config.apiPrefix.length + 1];
+  const safe = method !== null && SAFE_METHODS.has(method);
+  if (resource === 'collections' && id !== undefined) {
+    if (id === 'stations') {
+      if (safe) return undefined;
+      found.add(index.paths.get('collections/stations'));
+      return DEFAULT_STATIONS_SCOPE;
+    }
+    if (!(id === 'discovery-metadata' && safe)) {
+      found.topicRuns(index, id.split('.'));
+      found.datasetPrefixes(index, id);
+    }
+  } else if (resource === 'processes' && id !== undefined && method !== 'OPTIONS') {
+    found.processPrefixes(index, id);
+    return defaultProcessScope(id);
+  } else if (resource === 'jobs' && !safe) {
+    // Dismissing a job (DELETE) and any other unsafe request on jobs: closed by default like an execution.
+    return jobsScope(config);
+  }
+  return undefined;
 }
 
 /**
- * The stand-ins for write paths no path scope covers (docs/access-rules.md: process execution and stations
- * writes are closed by default). Each names the scope a token would have to be added to; they hold no token.
+ * The governing scopes (docs/access-rules.md "From a request to a decision", steps 4 and 5, and "Public"): any candidate with a grant or
+ * `closed: true` governs, the most specific first, and no public scope opens what it covers. With none, a request
+ * closed by default is governed by its stand-in unless a public scope names exactly what the stand-in closes.
+ */
+function settle(found: Candidates, fallback: IndexedScope | undefined, config: AccessConfig): readonly IndexedScope[] {
+  if (!found.none) return found.mostSpecific();
+  if (fallback === undefined || config.openPathsByDefault) return NO_SCOPES;
+  return found.lifts(fallback, config.apiPrefix.length) ? NO_SCOPES : [fallback];
+}
+
+/**
+ * The stand-ins for write paths no path scope covers (docs/access-rules.md "Open, closed, and closed by default": process
+ * execution, stations writes and unsafe requests on jobs). Each names the scope a token would have to be added to; they hold no token.
  */
 const byDefault = (value: string): IndexedScope => ({ scope: { kind: 'path', value }, key: `path:${value}`, depth: 0, byDefault: true });
 export const DEFAULT_STATIONS_SCOPE: IndexedScope = byDefault('collections/stations');
@@ -324,21 +366,54 @@ function defaultProcessScope(id: string): IndexedScope {
   return id.length <= 200 && PROCESS_ID.test(id) ? byDefault(`processes/${id}`) : DEFAULT_PROCESSES_SCOPE;
 }
 
+/** The stand-in for unsafe requests on jobs, `<api prefix>/jobs` (a prefix path), one per prefix. */
+const JOBS_SCOPES = new Map<readonly string[], IndexedScope>();
+function jobsScope(prefixes: PathPrefixes): IndexedScope {
+  let scope = JOBS_SCOPES.get(prefixes.apiPrefix);
+  if (scope === undefined) {
+    if (JOBS_SCOPES.size > 16) JOBS_SCOPES.clear();
+    JOBS_SCOPES.set(prefixes.apiPrefix, (scope = byDefault(jobsPath(prefixes))));
+  }
+  return scope;
+}
+
 /**
- * Collects closed candidates; allocation only starts with the first hit, so open requests (the common
- * case) cost a few map lookups.
+ * Collects candidates (closed ones, and public ones apart); allocation only starts with the first hit, so open
+ * requests (the common case) cost a few map lookups.
  */
 const NO_SCOPES: readonly IndexedScope[] = Object.freeze([]);
 
 class Candidates {
   private hits: IndexedScope[] | undefined;
+  /** Public candidates, apart: they never govern, and lift only a default that they name exactly (lifts). */
+  private publics: IndexedScope[] | undefined;
 
+  /** No candidate with a grant or `closed: true` (public ones aside). */
   get none(): boolean {
     return this.hits === undefined;
   }
 
   add(entry: IndexedScope | undefined): void {
-    if (entry) (this.hits ??= []).push(entry);
+    if (!entry) return;
+    if (entry.public) (this.publics ??= []).push(entry);
+    else (this.hits ??= []).push(entry);
+  }
+
+  /**
+   * Whether a public candidate lifts the default-closed stand-in: a process id or collections/stations named
+   * exactly (not the `-` family of a process), or for jobs a prefix path below the API prefix (at or below
+   * `<api>/jobs`: the candidates are prefixes of the request). A public prefix path never lifts an execution or a
+   * stations write, whatever it spells.
+   */
+  lifts(fallback: IndexedScope, apiDepth: number): boolean {
+    const publics = this.publics;
+    if (!publics) return false;
+    const jobs = isPrefixPath(fallback.scope.value);
+    for (const p of publics) {
+      const value = foldCase(p.scope.value);
+      if (isPrefixPath(value) ? jobs && p.depth > apiDepth : value === fallback.scope.value) return true;
+    }
+    return false;
   }
 
   /** Topic scopes whose levels appear as consecutive items of `levels` (from index `from` on), starting anywhere. */

@@ -16,3 +16,5 @@ export * from './jwt-shape.js';
 export * from './imported-hash.js';
 export * from './imported-decision.js';
 export * from './decide.js';
+export * from './path-scope.js';
+export * from './enforced-state.js';

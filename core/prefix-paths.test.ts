@@ -65,10 +65,21 @@ describe('a public path scope', () => {
     expect(ask(objects, 'POST', '/oapi/processes/station-infox/execution')).toBe('no-token');
     expect(ask(objects, 'POST', '/oapi/processes/wis2box-synop2bufr/execution')).toBe('no-token');
   });
-  it('a more specific public process inside a closed prefix is open; the rest of the prefix stays closed', () => {
+  it('a more specific public process inside a closed prefix stays closed: public never opens what a token covers', () => {
     const objects = [obj(path('processes/wis2box'), [rec(P)]), pub('processes/wis2box-bufr2UpperAirChart')];
-    expect(ask(objects, 'POST', '/oapi/processes/wis2box-bufr2UpperAirChart/execution')).toBe('open');
+    expect(ask(objects, 'POST', '/oapi/processes/wis2box-bufr2UpperAirChart/execution')).toBe('no-token');
+    expect(ask(objects, 'POST', '/oapi/processes/wis2box-bufr2UpperAirChart/execution', P)).toBe('granted');
     expect(ask(objects, 'POST', '/oapi/processes/wis2box-synop2bufr/execution')).toBe('no-token');
+  });
+  it('opens exactly the process id it names, not its "-" family', () => {
+    expect(ask([pub('processes/station-info')], 'POST', '/oapi/processes/station-info-update/execution')).toBe('no-token');
+  });
+  it('is never compiled public in a refused form or at or above a prefix (an older object): nothing opens', () => {
+    for (const value of ['oapi/collections/stations', 'oapi/processes/x', 'oapi', 'data']) {
+      expect(compileSnapshot([pub(value)]).lines).toEqual([]);
+    }
+    expect(ask([pub('oapi'), obj(path('collections/stations'), [rec(P)])], 'POST', '/oapi/collections/stations')).toBe('no-token');
+    expect(compileSnapshot([pub('oapi/jobs')]).lines).toHaveLength(1);
   });
   it('a case variant that is closed wins over the public one (never more open)', () => {
     const objects = [pub('processes/station-info'), obj(path('processes/Station-Info'), [rec(P)])];

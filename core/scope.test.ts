@@ -56,7 +56,6 @@ describe('topic hierarchy grammar: dotted levels of [A-Za-z0-9_-]+', () => {
 describe('topic slash form (the CLI accepts it and stores dots)', () => {
   it.each([
     ['origin/a/wis2/mw-met/data/core', 'origin.a.wis2.mw-met.data.core'],
-    ['/origin/a/', 'origin.a'],
     ['  origin/a  ', 'origin.a'],
     ['single', 'single'],
   ])('parseScope(topic, %j) stores %j', (raw, stored) => {
@@ -64,6 +63,11 @@ describe('topic slash form (the CLI accepts it and stores dots)', () => {
   });
   it.each(['a//b', 'a/b.c', '/', 'a/b c'])('refuses the malformed slash form %j', (raw) => {
     expect(parseScope('topic', raw).ok).toBe(false);
+  });
+  it.each(['/origin/a/', '/origin/a', 'origin/a/', '//a'])('refuses a leading or trailing "/" (%j) instead of reading other levels', (raw) => {
+    const r = parseScope('topic', raw);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error).toMatch(/no "\/" at the start or the end/);
   });
   it('does not turn slashes into dots for other kinds', () => {
     expect(parseScope('dataset', 'urn:a/b').ok).toBe(false);

@@ -46,7 +46,11 @@ const HINT: Record<ScopeKind, string> = {
 export function parseScope(kind: ScopeKind, raw: string): Result<Scope> {
   let value = raw.trim();
   if (kind === 'topic' && value.includes('/') && !value.includes('.')) {
-    value = value.replace(/^\/+|\/+$/g, '').replaceAll('/', '.');
+    // `/origin/a/` is not read as origin.a: a slash at either end says the levels are not all there.
+    if (value.startsWith('/') || value.endsWith('/')) {
+      return err(`invalid topic hierarchy ${JSON.stringify(value)}: no "/" at the start or the end (write the levels alone, e.g. ${value.replace(/^\/+|\/+$/g, '') || 'origin/a/wis2'})`);
+    }
+    value = value.replaceAll('/', '.');
   }
   // `--path /wis2downloader/` names the same path as `wis2downloader`.
   if (kind === 'path') value = value.replace(/^\/+|\/+$/g, '');

@@ -5,6 +5,7 @@
  * runs of whole lines, so they can be verified one by one and concatenated back into the same bytes.
  */
 import { createHash } from 'node:crypto';
+import { DEFAULT_PREFIXES, publicRefusal, type PathPrefixes } from './path-scope.js';
 import { API_GROUP_VERSION, closedByFlag, isDateTime, publicByFlag, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from './protected-scope.js';
 import { checkSubject, compareSubjects, mergeSubjects, subjectKey, type Subject } from './subject.js';
 import { checkScope, compareScopes, compareStrings, scopeKey, SCOPE_KINDS, type Scope, type ScopeKind } from './scope.js';
@@ -80,8 +81,8 @@ export function groupByScope(objects: readonly ProtectedScope[]): Map<string, Pr
  * of subjects); a hash listed twice keeps the later expiry, or none if either has none; any object saying
  * `closed: true` closes the scope. Scopes without tokens or subjects and not closed by flag are open and left out.
  */
-export function compileSnapshot(objects: readonly ProtectedScope[]): Snapshot {
-  const steps = compileSnapshotSteps(objects, Infinity);
+export function compileSnapshot(objects: readonly ProtectedScope[], prefixes: PathPrefixes = DEFAULT_PREFIXES): Snapshot {
+  const steps = compileSnapshotSteps(objects, Infinity, prefixes);
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
@@ -94,7 +95,7 @@ export function compileSnapshot(objects: readonly ProtectedScope[]): Snapshot {
  * objects merged, or a line written and hashed) and returns the snapshot. Only grouping the objects by
  * scope and sorting the scopes are done in one go (a few milliseconds for 10,000).
  */
-export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every = 32): Generator<void, Snapshot, void> {
+export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every = 32, prefixes: PathPrefixes = DEFAULT_PREFIXES): Generator<void, Snapshot, void> {
   let work = 0;
   const scopes: SnapshotScope[] = [];
   for (const group of groupByScope(objects).values()) {
@@ -109,8 +110,10 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
     }
     const subjects = mergeSubjects(group.map(subjectsOf));
     if (expiry.size === 0 && subjects.length === 0 && !closed) {
-      // Public only while no object of the scope closes it: two objects that disagree fail closed.
-      if (group.some(publicByFlag)) scopes.push({ ...scopeOf(group[0]!.spec), tokens: [], public: true });
+      // Public only while no object of the scope closes it: two objects that disagree fail closed. A path in a
+      // refused form or at or above a prefix is never public (path-scope.ts): it is left out as any open scope.
+      const scope = scopeOf(group[0]!.spec);
+      if (group.some(publicByFlag) && publicRefusal(scope.value, prefixes) === undefined) scopes.push({ ...scope, tokens: [], public: true });
       continue;
     }
     const tokens = [...expiry]

@@ -11,8 +11,12 @@ import {
   checkScope,
   checkSubject,
   HASH_PATTERN,
+  DEFAULT_PREFIXES,
   isDateTime,
   mergeSubjects,
+  publicRefusal,
+  refusedPathForm,
+  type PathPrefixes,
   SCOPE_FIELD,
   scopeKey,
   scopeOf,
@@ -36,14 +40,34 @@ export interface Assessment {
   readonly errors: readonly FieldError[];
   /** The object as it goes into the snapshot: tokens sanitized as above; undefined when the object is left out. */
   readonly sanitized?: ProtectedScope;
+  /**
+   * A valid object whose path svc-auth does not read as written: a refused form (`oapi/processes/x`, stored before
+   * the CRD refused it, or under other prefixes) or public at or above a prefix. It is compiled as it is written
+   * but never as public, and its status says so (Ready False with this reason).
+   */
+  readonly refused?: { readonly reason: 'RefusedPath' | 'PublicRefused'; readonly message: string };
+}
+
+/** Why a valid object's path is not read as written (Assessment.refused), and the object as it is compiled then. */
+function refusalOf(obj: ProtectedScope, prefixes: PathPrefixes): Pick<Assessment, 'refused' | 'sanitized'> | undefined {
+  const path = obj.spec.path;
+  if (path === undefined) return undefined;
+  const form = refusedPathForm(path, prefixes);
+  const isPublic = obj.spec.public === true;
+  const notPublic = isPublic ? publicRefusal(path, prefixes) : undefined;
+  if (form === undefined && notPublic === undefined) return undefined;
+  const { public: _dropped, ...spec } = obj.spec;
+  const sanitized = isPublic ? ({ ...obj, spec } as ProtectedScope) : obj;
+  const message = notPublic !== undefined ? `compiled as not public: ${notPublic}` : `compiled as written (a prefix path): ${form!}`;
+  return { refused: { reason: form !== undefined ? 'RefusedPath' : 'PublicRefused', message }, sanitized };
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function assess(obj: ProtectedScope): Assessment {
+export function assess(obj: ProtectedScope, prefixes: PathPrefixes = DEFAULT_PREFIXES): Assessment {
   const name = obj.metadata?.name ?? '';
   const checked = validateProtectedScope(obj);
-  if (checked.ok) return { obj, name, scope: scopeOf(obj.spec), errors: [], sanitized: obj };
+  if (checked.ok) return { obj, name, scope: scopeOf(obj.spec), errors: [], sanitized: obj, ...refusalOf(obj, prefixes) };
   const errors = checked.error;
   const spec = isRecord(obj.spec) ? (obj.spec as Record<string, unknown>) : undefined;
   const fields = spec ? (Object.entries(SCOPE_FIELD) as [Scope['kind'], string][]).filter(([, f]) => spec[f] !== undefined) : [];
@@ -89,8 +113,8 @@ export interface ObjectEntry {
 }
 
 /** One object assessed, with its token counts and expiries ready for the compiler and the status. */
-export function entryFor(o: ProtectedScope, cacheKey: string): ObjectEntry {
-  const assessment = assess(o);
+export function entryFor(o: ProtectedScope, cacheKey: string, prefixes: PathPrefixes = DEFAULT_PREFIXES): ObjectEntry {
+  const assessment = assess(o, prefixes);
   if (!assessment.sanitized || !assessment.scope) return { cacheKey, assessment, tokenCount: 0, noExpiry: 0, expiries: [] };
   const tokens = tokensOf(assessment.sanitized);
   const expiries: number[] = [];

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { compileSnapshot, hashToken, tokenIdOf, type ProtectedScope, type TokenRecord } from '../core/index.js';
-import { STATUS_FIELDS } from '../core/index.js';
+import { DEFAULT_CONFIG, STATUS_FIELDS } from '../core/index.js';
 import { PLACEHOLDER_HASH, assess } from './assessment.js';
 import { Compiler, computeDesired } from './compiler.js';
 import { statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
@@ -84,8 +84,54 @@ describe('computeDesired', () => {
     expect(c.desired.get('p')!.status.state).toBe('Closed');
     expect(c.desired.get('t')!.status.state).toBe('Open');
     expect(c.included.map((o) => o.metadata.name)).toEqual(['e', 'p', 't']);
-    const open = computeDesired([ps('p', { path: 'processes/svc' })], NOW, true);
+    const open = computeDesired([ps('p', { path: 'processes/svc' })], NOW, { ...DEFAULT_CONFIG, openPathsByDefault: true });
     expect(open.desired.get('p')!.status.state).toBe('Open');
+  });
+
+  it('a public scope reports the state svc-auth enforces: Open while nothing covers it, Closed (covered) under a token', () => {
+    const pub = ps('si', { path: 'processes/station-info', public: true });
+    const alone = computeDesired([pub], NOW);
+    expect(alone.desired.get('si')!.status).toMatchObject({ state: 'Open', conditions: [{ status: 'True', reason: 'Compiled' }] });
+    const covered = computeDesired([pub, ps('st', { path: 'processes/station', tokens: [token('tok-station-0123456')] })], NOW);
+    expect(covered.desired.get('si')!.status).toMatchObject({ state: 'Closed' });
+    expect(covered.desired.get('si')!.status.conditions![0]!.message).toMatch(/^scope Closed \(declared public, but path:processes\/station covers it/);
+  });
+
+  it('a public path below the WAF prefix that a topic covers reports Closed too (the topic lines are read then)', () => {
+    const c = computeDesired([ps('w', { path: 'data/origin/a', public: true }), ps('t', { topicHierarchy: 'origin.a', tokens: [token('tok-topic-012345678')] })], NOW);
+    expect(c.desired.get('w')!.status.state).toBe('Closed');
+    expect(c.desired.get('w')!.status.conditions![0]!.message).toMatch(/declared public, but topic:origin\.a covers it/);
+  });
+
+  it('an object stored in a refused form is compiled as not public and flagged, without failing the snapshot', () => {
+    const objs = [
+      ps('a', { path: 'oapi/collections/stations', public: true }),
+      ps('b', { path: 'OAPI/processes/svc', tokens: [token('tok-refused-0123456')] }),
+      ps('c', { path: 'oapi', public: true }),
+      ps('d', { topicHierarchy: 'origin.a', tokens: [token('tok-topic-012345678')] }),
+      ps('e', { path: 'api/v1/processes/x', public: true }),
+    ];
+    const compiler = new Compiler();
+    const { compiled, snapshot } = compiler.compile(objs, NOW);
+    // The snapshot holds the closed scopes; no public line, whatever the objects say.
+    expect(snapshot.lines.map((l) => JSON.parse(l) as { value: string; public?: true })).toEqual([
+      expect.objectContaining({ value: 'OAPI/processes/svc' }),
+      expect.objectContaining({ value: 'api/v1/processes/x', public: true }),
+      expect.objectContaining({ value: 'origin.a' }),
+    ]);
+    const cond = (name: string) => compiled.desired.get(name)!.status.conditions![0]!;
+    expect(cond('a')).toMatchObject({ status: 'False', reason: 'RefusedPath' });
+    expect(cond('a').message).toMatch(/^spec\.path: compiled as not public: oapi\/collections\/stations names what the path collections\/stations governs: use the path collections\/stations/);
+    expect(compiled.desired.get('a')!.status.state).toBe('Closed');
+    expect(cond('b')).toMatchObject({ status: 'False', reason: 'RefusedPath' });
+    expect(cond('b').message).toMatch(/compiled as written \(a prefix path\): .*use the path processes\/svc/);
+    expect(cond('c')).toMatchObject({ status: 'False', reason: 'PublicRefused' });
+    expect(cond('c').message).toMatch(/at or above the prefix \/oapi/);
+    expect(cond('d')).toMatchObject({ status: 'True', reason: 'Compiled' });
+    // Other prefixes, other forms: under /api/v1 the path api/v1/processes/x is refused, oapi is not a prefix.
+    const other = new Compiler({ wafPrefix: ['files'], apiPrefix: ['api', 'v1'] }).compile(objs, NOW);
+    expect(other.compiled.desired.get('e')!.status.conditions![0]).toMatchObject({ status: 'False', reason: 'RefusedPath' });
+    expect(other.compiled.desired.get('c')!.status.conditions![0]).toMatchObject({ status: 'True', reason: 'Compiled' });
   });
 
   it('fails closed on unreadable token records: placeholder, expired, scope stays Closed', () => {

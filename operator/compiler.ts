@@ -5,14 +5,19 @@
  * statuses (desired-status.ts) follow in a second phase, so the snapshot can be written first.
  */
 import {
+  buildIndex,
   compareScopes,
   compileSnapshot,
+  DEFAULT_CONFIG,
+  enforcedState,
   generationOf,
-  stateOf,
+  publicByFlag,
   subjectsOf,
+  type AccessIndex,
   type ClosedBy,
   type ProtectedScope,
   type Scope,
+  type ScopeConfig,
   type Snapshot,
 } from '../core/index.js';
 import { finishInSlices } from '../lib/time-slice.js';
@@ -26,8 +31,10 @@ export interface Compilation {
   readonly desired: Map<string, Desired>;
   /** Scope key → Open/Closed, for every scope named by at least one readable object. */
   readonly scopeStates: Map<string, 'Open' | 'Closed'>;
-  /** Why each closed scope is closed (core's stateOf): tokens, `closed: true`, or the default of path scopes. */
+  /** Why each closed scope is closed (core's enforcedState): tokens, `closed: true`, the default of path scopes, covered. */
   readonly closedBy: Map<string, ClosedBy>;
+  /** For a public scope that others' grants cover: their keys. */
+  readonly coveredBy: Map<string, readonly string[]>;
   /** Scope key → names of its objects (sorted). */
   readonly scopeObjects: Map<string, string[]>;
   /** The earliest expiry still ahead (ms), if any: the operator reconciles again then. */
@@ -68,8 +75,11 @@ const byName = (a: ObjectEntry, b: ObjectEntry) => (a.assessment.name < b.assess
  * the two equal). Two phases, so the snapshot can be written before the 10,000 desired statuses are computed.
  */
 export class Compiler {
-  /** `openPathsByDefault`: svc-auth's --open-paths-by-default, so path scopes without tokens report Open. */
-  constructor(private readonly openPathsByDefault = false) {}
+  /**
+   * `config`: svc-auth's --open-paths-by-default (path scopes without tokens report Open) and its prefixes (a path
+   * spelt below the API prefix's processes/ or collections/ is flagged and never public).
+   */
+  constructor(private readonly config: ScopeConfig = DEFAULT_CONFIG) {}
 
   private objects = new Map<string, ObjectEntry>();
   private groups = new Map<string, GroupEntry>();
@@ -98,7 +108,7 @@ export class Compiler {
       const name = o.metadata?.name ?? '';
       const cacheKey = objectCacheKey(o);
       const cached = this.objects.get(name);
-      nextObjects.set(name, cached && cached.cacheKey === cacheKey ? cached : entryFor(o, cacheKey));
+      nextObjects.set(name, cached && cached.cacheKey === cacheKey ? cached : entryFor(o, cacheKey, this.config));
     }
     this.objects = nextObjects;
 
@@ -120,7 +130,7 @@ export class Compiler {
         nextGroups.set(key, cached);
         continue;
       }
-      const part = compileSnapshot(entries.map((e) => e.assessment.sanitized!));
+      const part = compileSnapshot(entries.map((e) => e.assessment.sanitized!), this.config);
       const group: GroupEntry = { entries, scope, ...(part.lines[0] !== undefined ? { line: part.lines[0] } : {}), tokens: part.tokenCount };
       if ((cached?.line !== undefined) !== (group.line !== undefined)) orderChanged = true;
       nextGroups.set(key, group);
@@ -151,14 +161,21 @@ export class Compiler {
     let n = 0;
     const scopeStates = new Map<string, 'Open' | 'Closed'>();
     const closedBy = new Map<string, ClosedBy>();
+    const coveredBy = new Map<string, readonly string[]>();
     const scopeObjects = new Map<string, string[]>();
+    const index = decisionIndexFor(phase, this.config);
     for (const [key, { entries }] of phase.members) {
-      const tokens = entries.reduce((n, e) => n + e.tokenCount, 0);
-      const subjects = entries.reduce((n, e) => n + subjectsOf(e.assessment.sanitized!).length, 0);
-      const flag = entries.some((e) => e.assessment.sanitized?.spec.closed === true);
-      const s = stateOf(entries[0]!.assessment.scope!, tokens, flag, this.openPathsByDefault, subjects);
+      const sanitized = entries.map((e) => e.assessment.sanitized!);
+      const own = {
+        tokens: entries.reduce((n, e) => n + e.tokenCount, 0),
+        subjects: sanitized.reduce((n, o) => n + subjectsOf(o).length, 0),
+        closedFlag: sanitized.some((o) => o.spec.closed === true),
+        public: sanitized.some(publicByFlag),
+      };
+      const s = enforcedState(index, entries[0]!.assessment.scope!, own, this.config);
       scopeStates.set(key, s.state);
       if (s.state === 'Closed') closedBy.set(key, s.by);
+      if (s.state === 'Closed' && s.governing) coveredBy.set(key, s.governing);
       scopeObjects.set(key, entries.map((e) => e.assessment.name));
     }
     let nextExpiryMs: number | undefined;
@@ -169,13 +186,39 @@ export class Compiler {
       const e = phase.entries.get(o.metadata?.name ?? '') ?? entryFor(o, objectCacheKey(o));
       const { active, next } = activeAt(e, nowMs);
       if (next !== undefined && (nextExpiryMs === undefined || next < nextExpiryMs)) nextExpiryMs = next;
-      const d = desiredFor(o, e, active, { scopeStates, closedBy, scopeObjects }, nowIso);
+      const d = desiredFor(o, e, active, { scopeStates, closedBy, coveredBy, scopeObjects }, nowIso);
       desired.set(d.name, d);
     }
     const assessments = [...phase.entries.values()].map((e) => e.assessment);
     const included = assessments.flatMap((a) => (a.sanitized ? [a.sanitized] : []));
-    return { included, assessments, desired, scopeStates, closedBy, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) };
+    return { included, assessments, desired, scopeStates, closedBy, coveredBy, scopeObjects, ...(nextExpiryMs !== undefined ? { nextExpiryMs } : {}) };
   }
+}
+
+/**
+ * The decision index of the snapshot just compiled, when a path scope's state may depend on other scopes (an object
+ * asks for public, or its path is in a refused form): built only then, as 10,000 scopes take a while.
+ */
+function decisionIndexFor(phase: SnapshotPhase, prefixes: ScopeConfig): AccessIndex | undefined {
+  const flagged: string[] = [];
+  for (const e of phase.entries.values()) {
+    const a = e.assessment;
+    if ((a.refused !== undefined || a.obj.spec?.public === true) && a.scope?.kind === 'path') flagged.push(a.scope.value);
+  }
+  if (flagged.length === 0) return undefined;
+  // Only path scopes can cover an execution, a stations or jobs write, or a path outside the WAF and the API's
+  // collections: the token-heavy topic and dataset lines are left out of the index unless one is needed.
+  const lines = flagged.some((value) => mayCoverWithData(value, prefixes)) ? phase.snapshot.lines : phase.snapshot.lines.filter((l) => l.startsWith('{"kind":"path"'));
+  const built = buildIndex(phase.snapshot.generation, lines);
+  return built.ok ? built.value : undefined;
+}
+
+/** Whether a topic or dataset scope may govern a path scope's own request: under the WAF, or an API collection. */
+function mayCoverWithData(value: string, prefixes: ScopeConfig): boolean {
+  const segments = value.toLowerCase().split('/');
+  const under = (prefix: readonly string[]) => prefix.every((p, i) => segments[i] === p);
+  const resource = segments[prefixes.apiPrefix.length];
+  return under(prefixes.wafPrefix) || (under(prefixes.apiPrefix) && resource === 'collections' && segments[prefixes.apiPrefix.length + 1] !== 'stations');
 }
 
 function objectCacheKey(o: ProtectedScope): string {
@@ -211,6 +254,6 @@ export function desiredNow(o: ProtectedScope, phase: SnapshotPhase, compiled: Co
  * Assesses all objects of the namespace and computes each one's desired status at nowMs (a one-off Compiler).
  * lastTransitionTime comes from the object's current Ready condition when its status is unchanged, else nowMs.
  */
-export function computeDesired(objects: readonly ProtectedScope[], nowMs: number, openPathsByDefault = false): Compilation {
-  return new Compiler(openPathsByDefault).compile(objects, nowMs).compiled;
+export function computeDesired(objects: readonly ProtectedScope[], nowMs: number, config: ScopeConfig = DEFAULT_CONFIG): Compilation {
+  return new Compiler(config).compile(objects, nowMs).compiled;
 }

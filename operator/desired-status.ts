@@ -22,6 +22,8 @@ export interface Desired {
 export interface ScopeFacts {
   readonly scopeStates: Map<string, 'Open' | 'Closed'>;
   readonly closedBy: Map<string, ClosedBy>;
+  /** For a public scope closed because others' grants cover it: their keys. */
+  readonly coveredBy?: Map<string, readonly string[]>;
   readonly scopeObjects: Map<string, string[]>;
 }
 
@@ -40,11 +42,14 @@ export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, fa
   const state = facts.scopeStates.get(key) ?? 'Open';
   const others = (facts.scopeObjects.get(key) ?? []).filter((n) => n !== name);
   const subjects = subjectsOf(a.sanitized).length;
-  const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, subjects, others.length);
+  const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, subjects, others.length, facts.coveredBy?.get(key));
   const condition =
-    a.errors.length === 0
-      ? ready('True', 'Compiled', summary)
-      : ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary})`.slice(0, 2000));
+    a.errors.length > 0
+      ? ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary})`.slice(0, 2000))
+      // A path svc-auth does not read as written: compiled, never public, flagged until the object is replaced.
+      : a.refused !== undefined
+        ? ready('False', a.refused.reason, `spec.path: ${a.refused.message} (${summary})`.slice(0, 2000))
+        : ready('True', 'Compiled', summary);
   return {
     name,
     scopeKey: key,
@@ -76,8 +81,11 @@ function readyCondition(o: ProtectedScope, objectGeneration: number | undefined,
 }
 
 /** The Ready message: the scope's state and why, this object's tokens and subjects, the objects it shares the scope with. */
-function summaryOf(state: 'Open' | 'Closed', why: ClosedBy | undefined, tokens: number, active: number, subjects: number, others: number): string {
-  const reason = why === 'flag' ? ' (closed: true)' : why === 'default' ? ' (default: nothing executes or writes until a token grants it)' : '';
+function summaryOf(state: 'Open' | 'Closed', why: ClosedBy | undefined, tokens: number, active: number, subjects: number, others: number, coveredBy?: readonly string[]): string {
+  const reason = why === 'flag' ? ' (closed: true)'
+    : why === 'default' ? ' (default: nothing executes or writes until a token grants it)'
+      : why === 'covered' ? ` (declared public, but ${(coveredBy ?? []).join(' and ')} covers it: public never opens what a grant or closed: true covers)`
+        : '';
   const granted = subjects > 0 ? ` and ${subjects} subject${subjects === 1 ? '' : 's'}` : '';
   const merged = others > 0 ? `; merged with ${others} other object${others === 1 ? '' : 's'} for the same scope` : '';
   return `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)${granted}${merged}`;

@@ -27,6 +27,14 @@ describe('svc-operator flags', () => {
     expect(custom.opts()).toMatchObject({ namespace: 'svc', snapshotName: 'snap', leaderElect: true, staleShardGrace: 1000 });
   });
 
+  it('takes svc-auth\'s --waf-prefix and --api-prefix, as case-folded segments (default /data and /oapi)', () => {
+    const flags = (...args: string[]) => program().exitOverride().parse(['node', 'svc-operator', ...args]).opts();
+    expect(flags()).toMatchObject({ wafPrefix: ['data'], apiPrefix: ['oapi'] });
+    expect(flags('--api-prefix', '/API/v1/', '--waf-prefix', '/files')).toMatchObject({ wafPrefix: ['files'], apiPrefix: ['api', 'v1'] });
+    const cmd = program().exitOverride().configureOutput({ writeErr: () => undefined });
+    expect(() => cmd.parse(['node', 'svc-operator', '--api-prefix', '/'])).toThrow(/invalid path prefix/);
+  });
+
   it('refuses a snapshot name that cannot prefix ConfigMap names', () => {
     const cmd = program().exitOverride().configureOutput({ writeErr: () => undefined });
     expect(() => cmd.parse(['node', 'svc-operator', '--snapshot-name', 'Bad_Name'])).toThrow(/not a valid name/);

@@ -14,6 +14,7 @@ import { protectedScopeListWatch, kubeScopeStatusClient } from '../k8s/watched-s
 import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, FIELD_MANAGER, snapshotSelector } from '../k8s/snapshot-objects.js';
 import { parseDuration } from '../lib/duration.js';
 import { LOG_LEVELS } from '../lib/log-levels.js';
+import { parsePrefix } from '../core/index.js';
 import { startHealthServer } from './health.js';
 import { Operator, type OperatorBackends, type OperatorConfig } from './operator.js';
 
@@ -21,6 +22,15 @@ import { Operator, type OperatorBackends, type OperatorConfig } from './operator
 function durationFlag(value: string): number {
   try {
     return parseDuration(value);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+/** A request prefix as svc-auth's --waf-prefix/--api-prefix take it (`/oapi`), as case-folded segments. */
+function prefixFlag(value: string): readonly string[] {
+  try {
+    return parsePrefix(value);
   } catch (e) {
     throw new InvalidArgumentError((e as Error).message);
   }
@@ -58,6 +68,8 @@ export function program(): Command {
     .addOption(new Option('--snapshot-name <name>', 'name of the index ConfigMap; shards are <name>-<digest>').default(DEFAULT_SNAPSHOT_NAME).argParser(parseName))
     .option('--leader-elect', 'elect a leader through a Lease so only one replica writes', false)
     .option('--open-paths-by-default', "as svc-auth's: path scopes without tokens are reported Open rather than Closed (default)", false)
+    .addOption(new Option('--waf-prefix <prefix>', "as svc-auth's: the WAF's request prefix").default(['data'], '/data').argParser(prefixFlag))
+    .addOption(new Option('--api-prefix <prefix>', "as svc-auth's: the OGC API's request prefix; a path scope below its processes/ or collections/ is flagged and never public").default(['oapi'], '/oapi').argParser(prefixFlag))
     .option('--lease-name <name>', 'Lease name (default: <snapshot-name>-operator)')
     .addOption(new Option('--lease-duration <d>', 'how long a lease holds without renewal').default(15_000, '15s').argParser(durationFlag))
     .addOption(new Option('--renew-deadline <d>', 'a leader that cannot renew for this long stops writing').default(10_000, '10s').argParser(durationFlag))
@@ -104,6 +116,8 @@ export interface Flags {
   snapshotName: string;
   leaderElect: boolean;
   openPathsByDefault: boolean;
+  wafPrefix: readonly string[];
+  apiPrefix: readonly string[];
   leaseName?: string;
   leaseDuration: number;
   renewDeadline: number;
@@ -162,6 +176,7 @@ function configOf(flags: Flags, namespace: string, identity: string): OperatorCo
     relistIntervalMs: flags.relistInterval,
     resyncMs: flags.resync,
     openPathsByDefault: flags.openPathsByDefault,
+    prefixes: { wafPrefix: flags.wafPrefix, apiPrefix: flags.apiPrefix },
   };
 }
 

@@ -16,6 +16,12 @@ export class OperatorMetrics {
   readonly scopes = new Gauge({ name: 'svc_operator_scopes', help: 'Scopes, by state (Closed scopes are the ones in the snapshot).', labelNames: ['state'] as const, registers: [this.registry] });
   readonly tokens = new Gauge({ name: 'svc_operator_tokens', help: 'Token records in the snapshot, by whether they have expired.', labelNames: ['state'] as const, registers: [this.registry] });
   readonly invalid = new Gauge({ name: 'svc_operator_invalid_objects', help: 'ProtectedScopes failing validation (Ready=False, reason Invalid).', registers: [this.registry] });
+  readonly refusedPaths = new Gauge({
+    name: 'svc_operator_refused_path_objects',
+    help: 'Valid ProtectedScopes whose path svc-auth does not read as written (Ready=False): reason RefusedPath (spelt below the API prefix\'s processes/ or collections/: compiled as written, never public) or PublicRefused (public at or above a prefix: compiled as not public).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly writes = new Counter({ name: 'svc_operator_snapshot_writes_total', help: 'Snapshot ConfigMap writes, by kind (shard, index, delete).', labelNames: ['kind'] as const, registers: [this.registry] });
   readonly statusPatches = new Counter({ name: 'svc_operator_status_patches_total', help: 'ProtectedScope status patches sent.', registers: [this.registry] });
   readonly events = new Counter({ name: 'svc_operator_events_total', help: 'Kubernetes Events, by reason and outcome (emitted, dropped, failed).', labelNames: ['reason', 'outcome'] as const, registers: [this.registry] });

@@ -321,6 +321,22 @@ describe('svc-operator on a fake API server', () => {
     expect(text).toMatch(/svc_operator_queue_depth\{queue="status"\} 0/);
     expect(text).toMatch(/svc_operator_status_patches_total 1/);
     expect(text).toMatch(/svc_operator_reconcile_duration_seconds_count [1-9]/);
+    expect(text).toMatch(/svc_operator_refused_path_objects\{reason="RefusedPath"\} 0/);
+  });
+
+  it('counts objects stored in a refused form and flags them in their status; the snapshot still publishes', async () => {
+    const c = new Cluster();
+    c.create('pub', { path: 'oapi/collections/stations', tokens: [], public: true });
+    c.create('top', { path: 'oapi', tokens: [], public: true });
+    c.create('a', { topicHierarchy: 'origin.a', tokens: [token('token-a-0123456789')] });
+    const op = start(c);
+    await settle(op, c);
+    expect(c.snapshot()?.scopeCount).toBe(1);
+    expect(c.status('pub')).toMatchObject({ state: 'Closed', conditions: [{ type: 'Ready', status: 'False', reason: 'RefusedPath' }] });
+    expect(c.status('top')).toMatchObject({ state: 'Open', conditions: [{ type: 'Ready', status: 'False', reason: 'PublicRefused' }] });
+    const text = await op.metrics.registry.metrics();
+    expect(text).toMatch(/svc_operator_refused_path_objects\{reason="RefusedPath"\} 1/);
+    expect(text).toMatch(/svc_operator_refused_path_objects\{reason="PublicRefused"\} 1/);
   });
 });
 

@@ -4,7 +4,7 @@
  * changes (a short debounce); the reconciler; an optional Lease elector deciding who writes. Everything that
  * talks to the API server comes in as `OperatorBackends`, so tests can run the whole operator on fakes.
  */
-import type { ProtectedScope } from '../core/index.js';
+import type { PathPrefixes, ProtectedScope } from '../core/index.js';
 import { type ConfigMapClient, type ConfigMapObject } from '../k8s/configmaps.js';
 import { describeError } from '../k8s/errors.js';
 import { EventRecorder, type EventSink } from '../k8s/events.js';
@@ -44,6 +44,8 @@ export interface OperatorConfig {
   readonly backoffMaxMs?: number;
   /** svc-auth's --open-paths-by-default (status and Events say Open rather than Closed (default)). */
   readonly openPathsByDefault?: boolean;
+  /** svc-auth's --waf-prefix and --api-prefix (case-folded segments; default /data and /oapi): how paths are read. */
+  readonly prefixes?: PathPrefixes;
 }
 
 export class Operator {
@@ -199,6 +201,7 @@ export class Operator {
       enqueueStatus: (name) => this.statusQueue.add(name),
       resyncMs: config.resyncMs,
       ...(config.openPathsByDefault ? { openPathsByDefault: true } : {}),
+      ...(config.prefixes ? { prefixes: config.prefixes } : {}),
       metrics: this.metrics,
       log: this.log,
     };

@@ -5,7 +5,7 @@
  * or stale-shard deadline. Only the leader writes; it checks before every single write, so a lost lease
  * stops writing at once.
  */
-import { API_GROUP_VERSION, KIND, shardSnapshot, type ProtectedScope } from '../core/index.js';
+import { API_GROUP_VERSION, DEFAULT_PREFIXES, KIND, shardSnapshot, type PathPrefixes, type ProtectedScope } from '../core/index.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
 import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
 import { SliceClock } from '../lib/time-slice.js';
@@ -42,6 +42,8 @@ export interface ReconcilerOptions {
   readonly resyncMs?: number;
   /** svc-auth's --open-paths-by-default: path scopes without tokens are Open rather than Closed (default). */
   readonly openPathsByDefault?: boolean;
+  /** svc-auth's prefixes: a path spelt below the API prefix's processes/ or collections/ is flagged, never public. */
+  readonly prefixes?: PathPrefixes;
   readonly now?: () => number;
   readonly metrics?: OperatorMetrics;
   readonly log?: Logger;
@@ -111,7 +113,7 @@ export class Reconciler {
   private _lastSuccessAt = 0;
 
   constructor(private readonly opts: ReconcilerOptions) {
-    this.compiler = new Compiler(opts.openPathsByDefault === true);
+    this.compiler = new Compiler({ ...(opts.prefixes ?? DEFAULT_PREFIXES), openPathsByDefault: opts.openPathsByDefault === true });
     this.now = opts.now ?? Date.now;
   }
 
@@ -237,7 +239,9 @@ export class Reconciler {
       }
       const tokens = names.reduce((n, name) => n + (compiled.desired.get(name)?.status.tokens ?? 0), 0);
       const by = compiled.closedBy.get(key);
-      const why = by === 'flag' ? ' and closed: true' : by === 'default' ? ' (closed by default: nothing executes or writes until a token grants it)' : '';
+      const why = by === 'flag' ? ' and closed: true'
+        : by === 'default' ? ' (closed by default: nothing executes or writes until a token grants it)'
+          : by === 'covered' ? ` (declared public, but ${(compiled.coveredBy.get(key) ?? []).join(' and ')} covers it)` : '';
       events.emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${why}`);
     }
     for (const [key, { state, ref }] of this.scopeStates) {
@@ -297,6 +301,9 @@ export class Reconciler {
     m.tokens.set({ state: 'active' }, active);
     m.tokens.set({ state: 'expired' }, records - active);
     m.invalid.set(compiled.assessments.filter((a) => a.errors.length > 0).length);
+    for (const reason of ['RefusedPath', 'PublicRefused'] as const) {
+      m.refusedPaths.set({ reason }, compiled.assessments.filter((a) => a.errors.length === 0 && a.refused?.reason === reason).length);
+    }
     m.snapshotBytes.set(shards.reduce((n, s) => n + s.bytes, 0));
     m.shards.set(shards.length);
   }

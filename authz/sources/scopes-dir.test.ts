@@ -68,3 +68,21 @@ describe('--scopes-dir under generated broken edits', () => {
     expect(refused).toBeGreaterThan(10 * loaded);
   }, 120_000);
 });
+
+describe('--scopes-dir reads path scopes against svc-auth\'s prefixes', () => {
+  it('a public path spelt below the API prefix\'s processes/ is compiled as not public (it never opens the execution)', async () => {
+    const scope: Scope = { kind: 'path', value: 'api/v1/processes/x' };
+    const object = newProtectedScope(scope, 'refused-form', undefined, []);
+    writeFileSync(join(dir, 'scope.yaml'), dumpManifests([{ ...object, spec: { ...object.spec, public: true } }]));
+    const load = async (prefixes?: { wafPrefix: string[]; apiPrefix: string[] }) => {
+      const out: { index?: AccessIndex } = {};
+      const source = new ScopesDirSource(dir, { debounceMs: 10_000, rescanMs: 600_000, ...(prefixes ? { prefixes } : {}) });
+      await source.start({ loaded: (s) => (out.index = s.index), failed: () => undefined });
+      await source.stop();
+      return out.index!;
+    };
+    expect((await load({ wafPrefix: ['files'], apiPrefix: ['api', 'v1'] })).paths.size).toBe(0);
+    // Under the default prefixes the same path is an ordinary prefix path, and may be public.
+    expect((await load()).paths.get('api/v1/processes/x')?.public).toBe(true);
+  });
+});

@@ -1,12 +1,14 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkManifestDocument, compileSnapshotSteps, readManifestDocuments, type ProtectedScope } from '../../core/index.js';
+import { checkManifestDocument, compileSnapshotSteps, readManifestDocuments, type PathPrefixes, type ProtectedScope } from '../../core/index.js';
 import { runInSlices, SliceClock } from '../../lib/time-slice.js';
 import { buildIndexInSlices, DEFAULT_SLICE_MS, type SourceProblem } from './source.js';
 import type { DirectoryWatchOptions } from './watch.js';
 import { WatchedSource } from './watched-source.js';
 
 export interface ScopesDirOptions {
+  /** svc-auth's prefixes, which the compile reads path scopes against (a refused form is never public). */
+  readonly prefixes?: PathPrefixes;
   readonly debounceMs?: number;
   readonly rescanMs?: number;
   readonly sliceMs?: number;
@@ -65,7 +67,7 @@ export class ScopesDirSource extends WatchedSource {
       return;
     }
     // Compiled in slices too: 10,000 scopes take ~150 ms.
-    const compiled = await runInSlices(compileSnapshotSteps(read.objects), { sliceMs: this.options.sliceMs ?? DEFAULT_SLICE_MS, cancelled: () => this.runner.isStopped });
+    const compiled = await runInSlices(compileSnapshotSteps(read.objects, 32, this.options.prefixes), { sliceMs: this.options.sliceMs ?? DEFAULT_SLICE_MS, cancelled: () => this.runner.isStopped });
     if (!compiled.ok || this.runner.isStopped) return;
     const snapshot = compiled.value;
     if (snapshot.generation === this.lastGeneration) return;

@@ -84,7 +84,7 @@ export function addTokenMutation(scope: Scope, record: TokenRecord, namespace: s
 
 export async function addToken(ctx: CommandContext, tokenArg: string | undefined, options: AddTokenOptions): Promise<number> {
   // Every check happens before the store is touched.
-  const scope = scopeFromFlags(options, ctx.commandPath);
+  const scope = scopeFromFlags(options, ctx);
   const nowMs = ctx.io.now();
   const expiresAt = expiryFrom(options, nowMs, ctx.commandPath);
   checkDescription(options.description);

@@ -28,11 +28,11 @@ export function openMutation(): Mutate {
 }
 
 async function setClosed(ctx: CommandContext, options: CloseOptions, close: boolean): Promise<number> {
-  const scope = scopeFromFlags(options, ctx.commandPath);
+  const scope = scopeFromFlags(options, ctx);
   const store = await ctx.openStore();
   const result = await store.update(scope, close ? closeMutation(scope, store.namespace) : openMutation());
   const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
-  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects));
+  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes);
   const now = describeState(state, tokens);
   if (options.output === 'text') {
     const did = result.written.length === 0 ? (close ? 'was already closed (closed: true)' : 'was not closed by closed: true') : close ? 'is closed (closed: true)' : 'no longer says closed: true';

@@ -1,7 +1,7 @@
 import { buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAs, decideImportedSync, scopeKey, type Decision, type Scope } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { followUp, scopeArgs, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import { followUp, scopeArgs, scopeConfigOf, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface HasAccessOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
@@ -29,12 +29,15 @@ export interface AccessAnswer {
 export function explain(scope: Scope, decision: Decision, addToken = 'svc auth add-token'): AccessAnswer {
   const target = scopeKey(scope);
   if ('closedByDefault' in decision && decision.closedByDefault && decision.outcome !== 'granted' && decision.outcome !== 'granted-identity') {
-    // No scope of the store covers this path: svc-auth denies it by default (docs/access-rules.md).
+    // No scope of the store covers this path: svc-auth denies it by default (docs/access-rules.md). The stand-in names
+    // the scope a token would go to (`oapi/jobs` for a job below it, the special form for a path spelt below the API).
+    const to = decision.governing[0] ?? scope;
+    const via = scopeKey(to) === target ? '' : ` (governed by ${scopeKey(to)})`;
     return {
       granted: false,
       outcome: decision.outcome,
-      reason: `${target} is closed by default (Closed, 0 tokens (default)): no token of a scope covering it exists; add one with ${addToken} ${scopeArgs(scope)}`,
-      governing: [target],
+      reason: `${target} is closed by default${via} (Closed, 0 tokens (default)): no token of a scope covering it exists; add one with ${addToken} ${scopeArgs(to)}`,
+      governing: [scopeKey(to)],
       ...('tokenId' in decision && decision.tokenId !== undefined ? { tokenId: decision.tokenId } : {}),
     };
   }
@@ -108,7 +111,7 @@ function refusalAnswer({ target, governing, by, via }: Wording, decision: Refusa
 
 /** The answer svc-auth would give for the scope's own data: the same snapshot compiler and decision. */
 export async function hasAccess(ctx: CommandContext, tokenArg: string | undefined, options: HasAccessOptions): Promise<number> {
-  const scope = scopeFromFlags(options, ctx.commandPath);
+  const scope = scopeFromFlags(options, ctx);
   const groups = options.group ?? [];
   if ((tokenArg === undefined) === (options.user === undefined)) {
     throw usageError(`${ctx.commandPath}: give either a token or --user USER (with --group GROUP for each of the user's groups)`);
@@ -121,13 +124,13 @@ export async function hasAccess(ctx: CommandContext, tokenArg: string | undefine
   const token = tokenArg === undefined ? undefined : await tokenArgument(tokenArg, ctx.io);
   const store = await ctx.openStore();
   const objects = (await store.list()).map((s) => s.object);
-  const snapshot = compileSnapshot(objects);
+  const snapshot = compileSnapshot(objects, ctx.prefixes);
   const index = buildIndex(snapshot.generation, snapshot.lines);
   if (!index.ok) throw failure(`cannot compile the scopes of ${store.where}: ${index.error}`);
   const decision = token !== undefined
     // Imported (wis2box-auth) tokens are PBKDF2 hashes the SHA-256 lookup cannot find: checked apart.
-    ? decideImportedSync(index.value, decideForScope(index.value, scope, token, ctx.io.now(), ctx.openPathsByDefault), token, ctx.io.now())
-    : decideForScopeAs(index.value, scope, { issuer: '', user: options.user!, groups }, ctx.io.now(), ctx.openPathsByDefault);
+    ? decideImportedSync(index.value, decideForScope(index.value, scope, token, ctx.io.now(), scopeConfigOf(ctx)), token, ctx.io.now())
+    : decideForScopeAs(index.value, scope, { issuer: '', user: options.user!, groups }, ctx.io.now(), scopeConfigOf(ctx));
   const answer = explain(scope, decision, followUp(ctx, 'add-token'));
   if (options.output === 'text') {
     ctx.io.out(`${answer.granted ? 'granted' : 'denied'}: ${answer.reason}\n`);

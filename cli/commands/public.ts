@@ -4,11 +4,12 @@
  * which its UI calls without a token, are declared public this way while every other process stays closed.
  * Public contradicts tokens, subjects and `closed: true`: such a scope is refused, nothing is written.
  */
-import { closedByFlag, describeState, publicByFlag, scopeKey, stateOf, subjectsOf, tokensOf, type Scope } from '../../core/index.js';
+import { closedByFlag, describeState, publicByFlag, publicRefusal, scopeKey, subjectsOf, tokensOf, type Scope } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+import { scopeConfigOf, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+import { summarize, summaryState } from './show.js';
 import { withFlagCleared, withFlagSet } from './spec-flags.js';
 
 export interface PublicOptions extends ScopeFlags {
@@ -33,13 +34,17 @@ export function notPublicMutation(): Mutate {
 }
 
 export async function setPublic(ctx: CommandContext, options: PublicOptions): Promise<number> {
-  const scope = scopeFromFlags(options, ctx.commandPath);
+  const scope = scopeFromFlags(options, ctx);
   if (scope.kind !== 'path') throw usageError(`only a path scope can be public (give --path; see ${ctx.commandPath} --help)`);
-  const store = await ctx.openStore();
   const on = options.off !== true;
+  // `oapi` would open every execution closed by default; `oapi/collections/x` names what other scopes govern.
+  const refused = on ? publicRefusal(scope.value, ctx.prefixes) : undefined;
+  if (refused !== undefined) throw usageError(`--path ${scope.value} cannot be public: ${refused} (nothing was changed)`);
+  const store = await ctx.openStore();
   const result = await store.update(scope, on ? publicMutation(scope, store.namespace) : notPublicMutation());
   const isPublic = result.objects.some(publicByFlag);
-  const state = stateOf(scope, 0, false, ctx.openPathsByDefault, 0, isPublic);
+  // As svc-auth enforces it: a public scope that another scope's grant covers stays closed.
+  const state = summaryState(summarize(await store.list(), ctx.io.now(), scope, scopeConfigOf(ctx))[0]!);
   if (options.output === 'text') {
     const did = result.written.length === 0 ? (on ? 'was already public' : 'was not public') : on ? 'is public' : 'is no longer public';
     ctx.io.out(`${scopeLabel(scope)} ${did}; now ${describeState(state, 0)} (${store.where})\n`);

@@ -69,7 +69,7 @@ function report(ctx: CommandContext, options: RemoveOptions, scope: Scope, where
 }
 
 export async function removeTokens(ctx: CommandContext, options: RemoveOptions): Promise<number> {
-  const scope = scopeFromFlags(options, ctx.commandPath);
+  const scope = scopeFromFlags(options, ctx);
   const store = await ctx.openStore();
   let removed: string[] = [];
   const mutate = removeAllMutation();
@@ -78,7 +78,7 @@ export async function removeTokens(ctx: CommandContext, options: RemoveOptions):
     return mutate(current, attempt);
   });
   const left = remaining(result.objects);
-  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects));
+  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes);
   const now = state.state === 'Open' ? 'it is open' : state.by === 'subjects' ? `it stays closed (it grants subjects: ${followUp(ctx, 'show')} lists them)` : state.by === 'flag' ? `it stays closed (closed: true; ${followUp(ctx, 'open')} clears it)` : 'it stays closed by default (nothing executes or writes until a token grants it)';
   const text =
     removed.length === 0
@@ -89,7 +89,7 @@ export async function removeTokens(ctx: CommandContext, options: RemoveOptions):
 }
 
 export async function removeToken(ctx: CommandContext, tokenArg: string | undefined, options: RemoveTokenOptions): Promise<number> {
-  const scope = scopeFromFlags(options, ctx.commandPath);
+  const scope = scopeFromFlags(options, ctx);
   if ((tokenArg === undefined) === (options.id === undefined)) {
     throw usageError(`give the token or --id ID, exactly one of them (see ${ctx.commandPath} --help)`);
   }
@@ -107,7 +107,7 @@ export async function removeToken(ctx: CommandContext, tokenArg: string | undefi
   const hint = `${followUp(ctx, 'show')} ${scopeArgs(scope)}`;
   const result = await store.update(scope, removeOneMutation(scope, match, hint));
   const left = remaining(result.objects);
-  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects));
+  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes);
   const last = state.state === 'Open' ? 'the scope is open now' : state.by === 'subjects' ? 'the scope stays closed (it grants subjects)' : state.by === 'flag' ? 'the scope stays closed (closed: true)' : 'the scope stays closed by default (nothing executes or writes until a token grants it)';
   const text =
     left > 0

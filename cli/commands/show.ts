@@ -1,8 +1,11 @@
-import { closedByFlag, compareScopes, compareStrings, describeState, isExpired, isImportedHash, isPrefixPath, mergeSubjects, publicByFlag, scopeKey, scopeOf, stateOf, subjectsOf, tokensOf, type Scope, type ScopeKind, type ScopeState, type Subject, type TokenRecord } from '../../core/index.js';
+import {
+  buildIndex, closedByFlag, compareScopes, compareStrings, compileSnapshot, DEFAULT_CONFIG, describeState, enforcedState, isExpired, isImportedHash, isPrefixPath, mergeSubjects,
+  publicByFlag, publicRefusal, refusedPathForm, scopeKey, scopeOf, subjectsOf, tokensOf, type AccessIndex, type ClosedBy, type Scope, type ScopeConfig, type ScopeKind, type ScopeState, type Subject, type TokenRecord,
+} from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import type { StoredScope } from '../backends/backend.js';
 import { structured, table } from '../output.js';
-import { scopeFromFlags, type CommandContext, type ScopeFlags } from './common.js';
+import { scopeConfigOf, scopeFromFlags, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface ShowOptions extends ScopeFlags {
   readonly output: 'table' | 'text' | 'json' | 'yaml' | 'wcmp2';
@@ -25,11 +28,17 @@ export interface ScopeSummary {
   readonly value: string;
   /**
    * Closed while any token record exists (expired ones included: expiry never silently opens data), while
-   * an object says `closed: true`, or, for a path scope, by default (core's stateOf).
+   * an object says `closed: true`, or, for a path scope, by default; as svc-auth enforces it (core's enforcedState).
    */
   readonly state: 'Open' | 'Closed';
-  /** Why it is closed: tokens, subjects, `closed: true` ("flag"), or the default of path scopes. */
-  readonly closedBy?: 'tokens' | 'subjects' | 'flag' | 'default';
+  /**
+   * Why it is closed: tokens, subjects, `closed: true` ("flag"), the default of path scopes, or ("covered") declared
+   * public but covered by the scopes in `governing`, whose grants decide (public never opens what they close).
+   */
+  readonly closedBy?: ClosedBy;
+  readonly governing?: readonly string[];
+  /** Why svc-auth does not read the path as written (a refused form, or public where public is refused). */
+  readonly refused?: string;
   /** Whether an object of the scope says `closed: true`. */
   readonly closedFlag: boolean;
   readonly tokenCount: number;
@@ -47,12 +56,14 @@ export interface ScopeSummary {
  * the snapshot compiler does: a token listed twice counts once and keeps its latest expiry (none beats any).
  * Never a token value or hash: ids, descriptions and times only.
  */
-export function summarize(stored: readonly StoredScope[], nowMs: number, only?: Scope, openPathsByDefault = false): ScopeSummary[] {
+export function summarize(stored: readonly StoredScope[], nowMs: number, only?: Scope, config: ScopeConfig = DEFAULT_CONFIG): ScopeSummary[] {
+  const openPathsByDefault = config.openPathsByDefault === true;
   const groups = new Map<string, ScopeGroup>();
   if (only) groups.set(scopeKey(only), newGroup(only));
   // The stations collection is listed even without an object while its writes are closed by default.
   const stations: Scope = { kind: 'path', value: 'collections/stations' };
   if (!only && !openPathsByDefault) groups.set(scopeKey(stations), newGroup(stations));
+  const index = indexOf(stored, config);
   for (const { object } of stored) {
     const scope = scopeOf(object.spec);
     const key = scopeKey(scope);
@@ -61,7 +72,20 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
     if (!group) groups.set(key, (group = newGroup(scope)));
     addObject(group, object);
   }
-  return [...groups.values()].map((g) => summaryOf(g, nowMs, openPathsByDefault)).sort((a, b) => compareScopes(a, b));
+  return [...groups.values()].map((g) => summaryOf(g, nowMs, index, config)).sort((a, b) => compareScopes(a, b));
+}
+
+/**
+ * The decision index of every stored object, when a path scope's state may depend on other scopes (a public one,
+ * or one in a refused form); undefined otherwise, and when the objects do not compile (their states then read as
+ * the objects say).
+ */
+function indexOf(stored: readonly StoredScope[], config: ScopeConfig): AccessIndex | undefined {
+  const objects = stored.map((s) => s.object);
+  if (!objects.some((o) => o.spec.path !== undefined && (publicByFlag(o) || refusedPathForm(o.spec.path, config) !== undefined))) return undefined;
+  const snapshot = compileSnapshot(objects, config);
+  const index = buildIndex(snapshot.generation, snapshot.lines);
+  return index.ok ? index.value : undefined;
 }
 
 /** The objects of one scope, merged as the snapshot compiler merges them. */
@@ -120,17 +144,20 @@ function mergedToken(seen: TokenSummary, t: TokenRecord): TokenSummary {
   };
 }
 
-function summaryOf(group: ScopeGroup, nowMs: number, openPathsByDefault: boolean): ScopeSummary {
+function summaryOf(group: ScopeGroup, nowMs: number, index: AccessIndex | undefined, config: ScopeConfig): ScopeSummary {
   const tokens = [...group.tokens.values()]
     .map(({ t, objects }) => ({ ...t, expired: isExpired(t, nowMs), objects: [...objects].sort() }))
     .sort((a, b) => compareStrings(a.createdAt, b.createdAt) || compareStrings(a.id, b.id));
   const subjects = mergeSubjects(group.subjects);
-  const s = stateOf(group.scope, tokens.length, group.closed, openPathsByDefault, subjects.length, group.public === true);
+  const own = { tokens: tokens.length, subjects: subjects.length, closedFlag: group.closed, public: group.public === true };
+  const s = enforcedState(index, group.scope, own, config);
+  const refused = refusalOf(group, config);
   return {
     kind: group.scope.kind,
     value: group.scope.value,
     state: s.state,
-    ...(s.state === 'Closed' ? { closedBy: s.by } : {}),
+    ...(s.state === 'Closed' ? { closedBy: s.by, ...(s.governing ? { governing: s.governing } : {}) } : {}),
+    ...(refused !== undefined ? { refused } : {}),
     closedFlag: group.closed,
     tokenCount: tokens.length,
     activeTokenCount: tokens.filter((t) => !t.expired).length,
@@ -139,6 +166,15 @@ function summaryOf(group: ScopeGroup, nowMs: number, openPathsByDefault: boolean
     subjects,
     ...(s.state === 'Open' && s.public ? { public: true as const } : {}),
   };
+}
+
+/** Why svc-auth does not read a path scope as its objects write it (core's refusedPathForm, publicRefusal). */
+function refusalOf(group: ScopeGroup, config: ScopeConfig): string | undefined {
+  if (group.scope.kind !== 'path') return undefined;
+  const form = refusedPathForm(group.scope.value, config);
+  if (group.public !== true) return form;
+  const why = publicRefusal(group.scope.value, config);
+  return why === undefined ? undefined : `not public: ${why}`;
 }
 
 function expiryCell(t: TokenSummary): string {
@@ -164,15 +200,16 @@ function subjectCell(x: Subject): string {
   return `${x.kind.toLowerCase()}:${x.name}`;
 }
 
-function summaryState(s: ScopeSummary): ScopeState {
+/** A summary's state as core describes it (describeState). */
+export function summaryState(s: ScopeSummary): ScopeState {
   if (s.state === 'Open') return s.public ? { state: 'Open', public: true } : { state: 'Open' };
-  return { state: 'Closed', by: s.closedBy ?? 'tokens' };
+  return { state: 'Closed', by: s.closedBy ?? 'tokens', ...(s.governing ? { governing: s.governing } : {}) };
 }
 
-/** `Closed`, `Closed (default)`, `Closed (closed: true)`, `Open` (closed by subjects reads `Closed`). */
+/** `Closed`, `Closed (default)`, `Closed (closed: true)`, `Closed (covered)`, `Open` (closed by subjects reads `Closed`). */
 function stateCell(s: ScopeSummary): string {
   if (s.public) return 'Open (public)';
-  return s.closedBy === 'default' ? 'Closed (default)' : s.closedBy === 'flag' ? 'Closed (closed: true)' : s.state;
+  return s.closedBy === 'default' ? 'Closed (default)' : s.closedBy === 'flag' ? 'Closed (closed: true)' : s.closedBy === 'covered' ? 'Closed (covered)' : s.state;
 }
 
 export function renderText(summaries: readonly ScopeSummary[]): string {
@@ -184,18 +221,19 @@ export function renderText(summaries: readonly ScopeSummary[]): string {
       ...s.tokens.map((t) => `  ${t.id}  created ${t.createdAt}  expires ${expiryCell(t)}${t.description !== undefined ? `  ${JSON.stringify(t.description)}` : ''}${t.imported ? '  [imported: PBKDF2 hash]' : ''}`),
       ...s.subjects.map((x) => `  ${subjectCell(x)}`),
     ];
-    return [head, ...lines].join('\n');
+    return [head, ...lines, ...(s.refused !== undefined ? [`  refused: ${s.refused}`] : [])].join('\n');
   });
   return `${blocks.join('\n')}\n`;
 }
 
 export async function show(ctx: CommandContext, options: ShowOptions): Promise<number> {
   const given = options.topicHierarchy !== undefined || options.metadataId !== undefined || options.path !== undefined;
-  const only = given ? scopeFromFlags(options, ctx.commandPath) : undefined;
+  const only = given ? scopeFromFlags(options, ctx) : undefined;
   const store = await ctx.openStore();
   if (options.output === 'wcmp2' && !only) throw usageError(`-o wcmp2 prints the WCMP2 link security object of one scope: give --topic-hierarchy, --metadata-id or --path (see ${ctx.commandPath} --help)`);
-  const stored = only ? await store.get(only) : await store.list();
-  const summaries = summarize(stored, ctx.io.now(), only, ctx.openPathsByDefault);
+  // A path scope's state may depend on the others (a public one that a grant covers): all of them are read.
+  const stored = only && only.kind !== 'path' ? await store.get(only) : await store.list();
+  const summaries = summarize(stored, ctx.io.now(), only, scopeConfigOf(ctx));
   switch (options.output) {
     case 'wcmp2': {
       const s = summaries[0]!;

@@ -61,14 +61,14 @@ export function removeSubjectMutation(scope: Scope, subject: Subject, hint: stri
 }
 
 async function edit(ctx: CommandContext, options: SubjectOptions, add: boolean): Promise<number> {
-  const scope = scopeFromFlags(options, ctx.commandPath);
+  const scope = scopeFromFlags(options, ctx);
   const subject = subjectFrom(ctx, options);
   const store = await ctx.openStore();
   const hint = `${followUp(ctx, 'show')} ${scopeArgs(scope)}`;
   const result = await store.update(scope, add ? addSubjectMutation(scope, subject, store.namespace) : removeSubjectMutation(scope, subject, hint));
   const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
   const subjects = mergeSubjects(result.objects.map(subjectsOf));
-  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjects.length);
+  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjects.length, false, ctx.prefixes);
   const who = `${subject.kind.toLowerCase()} ${subject.name}`;
   if (options.output === 'text') {
     const did = add ? (result.written.length === 0 ? `already grants ${who}` : `grants ${who}`) : `no longer grants ${who}`;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { hashToken, MAX_TOKENS_PER_OBJECT, newProtectedScope, scopeObjectName, tokenIdOf, type ProtectedScope, type Scope } from '../../core/index.js';
+import { DEFAULT_CONFIG, hashToken, MAX_TOKENS_PER_OBJECT, newProtectedScope, scopeObjectName, tokenIdOf, type ProtectedScope, type Scope } from '../../core/index.js';
 import { FIXED_NOW, removeDir, svc, tempDir } from '../../test/cli/harness.js';
 import { canonicalSpec, isoSeconds, table } from '../output.js';
 import { addTokenMutation, expiryFrom } from './add-token.js';
@@ -90,7 +90,7 @@ describe('show: merging objects of one scope', () => {
       { object: obj('c', [rec('expired-token-00001', { expiresAt: '2026-01-02T00:00:00Z' })], { kind: 'dataset', value: 'urn:x' }), location: 'c' },
     ];
     // (--open-paths-by-default: no default row for the stations collection in this listing)
-    const [dataset, topicSummary] = summarize(stored, FIXED_NOW, undefined, true);
+    const [dataset, topicSummary] = summarize(stored, FIXED_NOW, undefined, { ...DEFAULT_CONFIG, openPathsByDefault: true });
     expect(dataset).toMatchObject({ kind: 'dataset', state: 'Closed', tokenCount: 1, activeTokenCount: 0 });
     expect(topicSummary).toEqual({
       kind: 'topic',

@@ -411,6 +411,11 @@ export function runSuite(fixture: BackendFixture): void {
       ['invalid URN', ['auth', 'add-token', '--metadata-id', 'wmo:md:x'], /--metadata-id: invalid metadata id/],
       ['invalid path', ['auth', 'add-token', '--path', 'processes/'], /--path: invalid path/],
       ['path outside the known ones', ['auth', 'remove-tokens', '--path', 'collections/other'], /--path: invalid path/],
+      ['a topic with a leading "/"', ['auth', 'add-token', '--topic-hierarchy', '/origin/a/wis2'], /--topic-hierarchy: invalid topic hierarchy "\/origin\/a\/wis2": no "\/" at the start or the end/],
+      ['a topic with a trailing "/"', ['auth', 'close', '--topic-hierarchy', 'origin/a/'], /no "\/" at the start or the end/],
+      ['a path below the API prefix that no special form names', ['auth', 'add-token', '--path', 'oapi/processes/svc/execution'], /--path: oapi\/processes\/svc\/execution names \/oapi\/processes.*use the path processes\/svc/],
+      ['an API collection as a path', ['auth', 'close', '--path', '/oapi/collections/urn:x:y'], /use --topic-hierarchy urn:x:y or --metadata-id urn:x:y/],
+      ['a bad --api-prefix', ['--api-prefix', '/', 'auth', 'show'], /--api-prefix: invalid path prefix/],
       ['short token', ['auth', 'add-token', '--path', 'processes/svc', 'short'], /invalid token: a token must be at least 16 characters/],
       ['token with whitespace', ['auth', 'add-token', '--path', 'processes/svc', 'has white space in it'], /printable ASCII without whitespace/],
       ['svc_ token with a bad checksum', ['auth', 'add-token', '--path', 'processes/svc', 'svc_0000000000000000000000000000000000000000000000000'], /checksum/],
@@ -574,6 +579,36 @@ export function runSuite(fixture: BackendFixture): void {
       await refused(['auth', 'close', ...SI], 2, /processes\/station-info is public \(every method open\): take that back first with public --off/);
       await refused(['auth', 'add-subject', ...SI, '--group', 'ops'], 2, /is public \(every method open\): take that back first with public --off/);
       await refused(['auth', 'add-token', ...SI, T1], 2, /is public \(every method open\)/);
+    });
+
+    it('a public process that a token of a shorter prefix covers: public, show and has-access-topic all say closed, as svc-auth enforces', async () => {
+      expect((await cli(['auth', 'add-token', '--path', 'processes/station', T3])).code).toBe(0);
+      const on = await cli(['auth', 'public', ...SI]);
+      expect(on.stdout).toMatch(/^path processes\/station-info is public; now Closed, 0 tokens \(declared public, but path:processes\/station covers it/);
+      expect(JSON.parse((await cli(['auth', 'show', ...SI, '-o', 'json'])).stdout).scopes[0]).toMatchObject({ state: 'Closed', closedBy: 'covered', governing: ['path:processes/station'] });
+      expect((await cli(['auth', 'show'])).stdout).toMatch(/^path +processes\/station-info +Closed \(covered\) /m);
+      expect((await cli(['auth', 'has-access-topic', ...SI, 'any-token-at-all-0001'])).code).toBe(1);
+      expect((await cli(['auth', 'has-access-topic', ...SI, T3])).code).toBe(0);
+      expect((await cli(['auth', 'remove-tokens', '--path', 'processes/station'])).code).toBe(0);
+      expect(JSON.parse((await cli(['auth', 'show', ...SI, '-o', 'json'])).stdout).scopes[0]).toMatchObject({ state: 'Open', public: true });
+    });
+
+    it('a path spelt from the root or below the API prefix is read as the special form, and the CLI says so on stderr', async () => {
+      const r = await cli(['auth', 'public', '--path', '/oapi/processes/station-info']);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '--path /oapi/processes/station-info is read as processes/station-info\n' });
+      expect((await fixture.objects()).map((o) => o.spec)).toEqual([{ path: 'processes/station-info', tokens: [], public: true }]);
+      const t = await cli(['auth', 'add-token', '--path', '/processes/svc', T3]);
+      expect({ code: t.code, stderr: t.stderr.split('\n')[0] }).toEqual({ code: 0, stderr: '--path /processes/svc is read as processes/svc' });
+      const s = await cli(['--api-prefix', '/api/v1', 'auth', 'close', '--path', 'api/v1/collections/stations']);
+      expect({ code: s.code, stderr: s.stderr }).toEqual({ code: 0, stderr: '--path api/v1/collections/stations is read as collections/stations\n' });
+    });
+
+    it('a path at or above a prefix may be closed, never public (exit 2, nothing changed)', async () => {
+      await refused(['auth', 'public', '--path', 'oapi'], 2, /--path oapi cannot be public: oapi is at or above the prefix \/oapi/);
+      await refused(['auth', 'public', '--path', 'DATA'], 2, /at or above the prefix \/data/);
+      await refused(['--api-prefix', '/api/v1', 'auth', 'public', '--path', 'api'], 2, /at or above the prefix \/api\/v1/);
+      expect((await cli(['auth', 'close', '--path', 'oapi'])).code).toBe(0);
+      expect((await cli(['auth', 'public', '--path', 'oapi/jobs/1'])).code).toBe(0);
     });
 
     it('-o wcmp2 of a closed prefix path names the path and offers Basic', async () => {

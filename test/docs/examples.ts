@@ -4,6 +4,7 @@
 import { CommanderError, type Command } from 'commander';
 import { loadAll } from 'js-yaml';
 import { scopeFromFlags, type ScopeFlags } from '../../cli/commands/common.js';
+import { DEFAULT_PREFIXES } from '../../core/index.js';
 import { buildProgram } from '../../cli/program.js';
 import { fakeIo } from '../cli/harness.js';
 import { fences, read } from './markdown.js';
@@ -124,7 +125,7 @@ export async function refusal(words: readonly string[]): Promise<string | undefi
   const scopeCommand = ran.cmd.options.some((o) => o.long === '--path') && ran.cmd.name() !== 'show';
   if (scopeCommand) {
     try {
-      scopeFromFlags(ran.opts as ScopeFlags, ran.cmd.name());
+      scopeFromFlags(ran.opts as ScopeFlags, { commandPath: ran.cmd.name(), prefixes: DEFAULT_PREFIXES, io });
     } catch (e) {
       return (e as Error).message;
     }

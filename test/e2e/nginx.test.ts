@@ -15,7 +15,7 @@ import { header, rawRequest, type RawResponse } from './support/net.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { OAPI_MARKER } from './support/oapi-standin.js';
 import { manifestFile, removeScope, rewriteScopeInPlace, tokenRecord, writeScopeAtomically } from './support/scopes.js';
-import { dumpManifests, newProtectedScope, scopeObjectName } from '../../core/index.js';
+import { dumpManifests, newProtectedScope, scopeObjectName, type Scope } from '../../core/index.js';
 
 jest.setTimeout(60_000);
 
@@ -485,6 +485,52 @@ suite('svc-auth through a real nginx', () => {
         writeFileSync(file, good);
       }
       await until(topicFile, { name: 'topic', via: 'bearer' }, 200);
+    });
+  });
+
+  describe('a public scope never opens what anything else closes (issue 27)', () => {
+    // Hand-written into the directory (the CRD refuses these spellings; a directory cannot): public path scopes
+    // that name the stations collection and an execution from the root, and the API prefix itself.
+    const publics: readonly Scope[] = [
+      { kind: 'path', value: 'oapi/collections/stations' },
+      { kind: 'path', value: 'oapi/processes/svc-synop2bufr' },
+      { kind: 'path', value: 'oapi' },
+    ];
+    const sentinel: Scope = { kind: 'dataset', value: 'urn:wmo:md:mw-met:obs2' };
+    const post: Req = { method: 'POST', target: API.stationsItems, body: JSON_BODY, headers: jsonHeaders };
+    const both = async (req: Req, token?: { name: TokenName; via: Via }) => (await Promise.all([send('ingress', req, token), send('original', req, token)])).map((r) => r.status);
+
+    beforeAll(async () => {
+      for (const scope of publics) {
+        const object = newProtectedScope(scope, scopeObjectName(scope), undefined, []);
+        writeFileSync(manifestFile(h.scopesDir, scope), dumpManifests([{ ...object, spec: { ...object.spec, public: true } }]));
+      }
+      // Written last: once it closes, svc-auth has loaded the public scopes too.
+      const closed = newProtectedScope(sentinel, scopeObjectName(sentinel), undefined, []);
+      writeFileSync(manifestFile(h.scopesDir, sentinel), dumpManifests([{ ...closed, spec: { ...closed.spec, closed: true } }]));
+      await waitUntil(async () => (await both({ target: WAF.boundaryDatasetFile })).every((s) => s === 401), { what: 'the public scopes loaded', timeoutMs: 15_000 });
+    });
+    afterAll(() => {
+      for (const scope of [...publics, sentinel]) removeScope(h.scopesDir, scope);
+    });
+
+    it('public oapi/collections/stations next to a token on collections/stations: an anonymous stations POST is 401', async () => {
+      expect(await both(post)).toEqual([401, 401]);
+      for (const method of ['PUT', 'PATCH', 'DELETE']) expect(await both({ method, target: API.station })).toEqual([401, 401]);
+      const granted = await send('ingress', post, { name: 'stations', via: 'bearer' });
+      expect(granted.status).toBe(200);
+      expect(served(granted, 'oapi')).toBe(true);
+    });
+
+    it('a public oapi/processes/<id> or oapi opens no execution that processes/<prefix> closes, and no job dismissal', async () => {
+      const execution: Req = { method: 'POST', target: API.execution, body: JSON_BODY, headers: jsonHeaders };
+      expect(await both(execution)).toEqual([401, 401]);
+      expect(await both({ method: 'POST', target: '/oapi/processes/other-process/execution', body: JSON_BODY, headers: jsonHeaders })).toEqual([401, 401]);
+      expect(await both({ method: 'DELETE', target: '/oapi/jobs/1' })).toEqual([401, 401]);
+      // Reading jobs stays open, as with wis2box-auth.
+      const read = await send('ingress', { target: '/oapi/jobs/1' });
+      expect(read.status).toBe(200);
+      expect(served(read, 'oapi')).toBe(true);
     });
   });
 

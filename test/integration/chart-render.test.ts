@@ -245,6 +245,17 @@ describeCluster('Helm chart charts/svc', () => {
       expect(envOf(opened)).toContainEqual({ name: 'SVC_OPEN_PATHS_BY_DEFAULT', value: 'true' });
     });
 
+    it('auth.wafPrefix and auth.apiPrefix reach svc-auth, the operator and the CLI in svc-management alike (path scopes are read against them)', () => {
+      const argsOf = (m: Manifest[], name: string) => (podSpec(ofKind(m, 'Deployment', name)[0]!).containers[0]!.args ?? []).join(' ');
+      const envOf = (m: Manifest[]) => (podSpec(ofKind(m, 'Deployment', 'svc-management')[0]!).containers[0] as unknown as { env: { name: string; value?: string }[] }).env;
+      const byDefault = helmTemplate(helm, { namespace }).manifests;
+      for (const name of ['svc-auth', 'svc-operator']) expect(argsOf(byDefault, name)).toContain('--waf-prefix /data --api-prefix /oapi');
+      expect(envOf(byDefault)).toEqual(expect.arrayContaining([{ name: 'SVC_WAF_PREFIX', value: '/data' }, { name: 'SVC_API_PREFIX', value: '/oapi' }]));
+      const moved = helmTemplate(helm, { namespace, values: { auth: { wafPrefix: '/files', apiPrefix: '/api/v1' } } }).manifests;
+      for (const name of ['svc-auth', 'svc-operator']) expect(argsOf(moved, name)).toContain('--waf-prefix /files --api-prefix /api/v1');
+      expect(envOf(moved)).toEqual(expect.arrayContaining([{ name: 'SVC_WAF_PREFIX', value: '/files' }, { name: 'SVC_API_PREFIX', value: '/api/v1' }]));
+    });
+
     it('auth.oidc.* become svc-auth\'s --oidc-* flags, with the private CA mounted from its ConfigMap; nothing without issuers', () => {
       const argsOf = (m: Manifest[]) => podSpec(ofKind(m, 'Deployment', 'svc-auth')[0]!).containers[0]!.args ?? [];
       expect(argsOf(helmTemplate(helm, { namespace }).manifests).join(' ')).not.toContain('--oidc');

@@ -5,7 +5,7 @@ import { request } from 'node:https';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { describeCluster, kubeConfig, newNamespace } from '../controlplane/testenv.js';
-import { validateProtectedScope } from '../../core/index.js';
+import { publicRefusal, refusedPathForm, validateProtectedScope } from '../../core/index.js';
 
 const group = 'auth.svc.io';
 const version = 'v1alpha1';
@@ -64,6 +64,9 @@ describeCluster('ProtectedScope CRD', () => {
       ['a prefix path', { path: 'wis2downloader' }],
       ['a deeper prefix path', { path: 'wis2downloader/subscriptions.v1' }],
       ['a public process', { path: 'processes/station-info', public: true }],
+      ['a closed path at the API prefix', { path: 'oapi', closed: true }],
+      ['a public path below the API prefix\'s jobs', { path: 'oapi/jobs', public: true }],
+      ['a path that only starts like the API prefix', { path: 'oapix/processes/x' }],
       ['public: false with a token-less topic', { topicHierarchy: 'a.b', public: false }],
     ])('%s with an empty token list (tokens: [] is kept as stated)', async (_label, spec) => {
       const created = await create(scope({ ...spec, tokens: [] })) as { spec: Record<string, unknown> };
@@ -165,6 +168,24 @@ describeCluster('ProtectedScope CRD', () => {
       const msg = await rejection(scope({ path, tokens: [] }));
       expect(msg).toContain('spec.path');
       expect(validateProtectedScope(scope({ path, tokens: [] })).ok).toBe(false);
+    });
+
+    it.each(['oapi/processes/svc', 'OAPI/Processes/svc-x', 'oapi/processes', 'oapi/collections/stations', 'Oapi/Collections/Stations/items', 'oapi/collections/urn:x', 'oapi/collections'])(
+      'path %j below the API prefix\'s processes/ or collections/ (the special forms govern it; core flags one already stored)',
+      async (path) => {
+        const msg = await rejection(scope({ path, tokens: [] }));
+        expect(msg).toContain('spec.path');
+        expect(msg).toMatch(/names what the special forms govern|a path is|should match/);
+        expect(refusedPathForm(path)).toBeDefined();
+        // The URL form is refused by the pattern (no leading "/").
+        expect(await rejection(scope({ path: `/${path}`, tokens: [] }))).toContain('spec.path');
+      },
+    );
+
+    it.each(['oapi', 'OAPI', 'data', 'Data'])('public on %j, at or above a prefix (closing it is fine; core refuses public the same way)', async (path) => {
+      const msg = await rejection(scope({ path, public: true, tokens: [] }));
+      expect(msg).toContain('a path at or above the prefix /oapi or /data may be closed, never public');
+      expect(publicRefusal(path)).toBeDefined();
     });
 
     it.each([
