@@ -54,7 +54,7 @@ export function importedRecordsOf(tokens: readonly { readonly hash: TokenHash; r
 }
 
 /** Whether `token` is the one an imported record was derived from (constant-time comparison of the keys). */
-export function matchesImported(token: string, record: ImportedParams): boolean {
+export function matchesImported(token: string | Buffer, record: ImportedParams): boolean {
   const derived = pbkdf2Sync(token, record.salt, record.iterations, record.key.length, 'sha256');
   return timingSafeEqual(derived, record.key);
 }
