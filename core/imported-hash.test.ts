@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { pbkdf2Sync } from 'node:crypto';
 import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, newProtectedScope, parseScopeLine, readManifestFile, scopeObjectName, validateProtectedScope, type Scope, type TokenRecord } from './index.js';
 import {
-  decideForScope, decideImportedSync, formatImportedHash, importedCandidates, importedHashOfRow, matchesImported, parseImportedHash, presentedImported, scopeOfWis2boxTopic, triesImported,
+  decideForScope, decideImportedSync, formatImportedHash, importedCandidates, matchesImported, parseImportedHash, presentedImported, triesImported,
 } from './index.js';
 import { HASH_PATTERN, hashToken, tokenIdOf } from './token.js';
 
@@ -40,12 +40,6 @@ describe('imported hash form pbkdf2-sha256:<iterations>:<salt hex>:<key hex>', (
     const parsed = parseScopeLine(line);
     expect(parsed.ok ? '' : parsed.error).toBe('path:wis2downloader: bad token hash: an imported hash asks for 600001 PBKDF2 iterations (at most 600000)');
   });
-  it('a row of wis2box-auth: 8 to 64 bytes of salt and a 32-byte key, as blobs', () => {
-    expect(importedHashOfRow(SALT, Buffer.alloc(32)).ok).toBe(true);
-    expect(importedHashOfRow('text', Buffer.alloc(32)).ok).toBe(false);
-    expect(importedHashOfRow(SALT, Buffer.alloc(20)).ok).toBe(false);
-    expect(importedHashOfRow(Buffer.alloc(4), Buffer.alloc(32)).ok).toBe(false);
-  });
   it('matches the token it was derived from, and only that one', () => {
     const key = pbkdf2Sync('mytoken', SALT, 1000, 32, 'sha256');
     expect(matchesImported('mytoken', { iterations: 1000, salt: SALT, key })).toBe(true);
@@ -54,25 +48,6 @@ describe('imported hash form pbkdf2-sha256:<iterations>:<salt hex>:<key hex>', (
   it("agrees with Python's hashlib.pbkdf2_hmac('sha256', b'mytoken', bytes(range(24)), 100000)", () => {
     const key = Buffer.from('83d5f2d569bd61d8ab943637dfa5f572e3b1dcc79c58db614e9f15a5f2780829', 'hex');
     expect(matchesImported('mytoken', { iterations: 100_000, salt: SALT, key })).toBe(true);
-  });
-});
-
-describe('wis2box-auth topics map to scopes', () => {
-  it.each<[string, Scope | undefined]>([
-    ['urn:wmo:md:mw-met:surface-weather-observations', { kind: 'dataset', value: 'urn:wmo:md:mw-met:surface-weather-observations' }],
-    ['mw-met.data.core.weather', { kind: 'topic', value: 'mw-met.data.core.weather' }],
-    ['processes/wis2box', { kind: 'path', value: 'processes/wis2box' }],
-    ['processes/wis2box-synop2bufr', { kind: 'path', value: 'processes/wis2box-synop2bufr' }],
-    ['collections/stations', { kind: 'path', value: 'collections/stations' }],
-    ['wis2downloader', { kind: 'path', value: 'wis2downloader' }],
-    ['/wis2downloader/', { kind: 'path', value: 'wis2downloader' }],
-    ['collections/other', undefined],
-    ['a b', undefined],
-    ['', undefined],
-    ['a..b', undefined],
-  ])('%j', (topic, scope) => {
-    const r = scopeOfWis2boxTopic(topic);
-    expect(r.ok ? r.value : undefined).toEqual(scope);
   });
 });
 
