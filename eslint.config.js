@@ -1,7 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// The layering of ARCHITECTURE.md, enforced: lib imports nothing of ours and no I/O; core imports only lib and no I/O;
+// The layering of docs/architecture.md, enforced: lib imports nothing of ours and no I/O; core imports only lib and no I/O;
 // no program imports another.
 const io = ['fs', 'node:fs', 'fs/promises', 'node:fs/promises', 'http', 'node:http', 'https', 'node:https', 'net', 'node:net',
   'child_process', 'node:child_process', 'dgram', 'node:dgram', 'worker_threads', 'node:worker_threads'];
@@ -11,7 +11,7 @@ const layer = (folder, forbidden, extraPaths = []) => ({
   rules: {
     'no-restricted-imports': ['error', {
       paths: extraPaths,
-      patterns: forbidden.map((f) => ({ group: [`**/${f}/*`, `**/${f}`], message: `${folder}/ may not import ${f}/ (ARCHITECTURE.md layout).` })),
+      patterns: forbidden.map((f) => ({ group: [`**/${f}/*`, `**/${f}`], message: `${folder}/ may not import ${f}/ (docs/architecture.md "Source layout").` })),
     }],
   },
 });
@@ -34,7 +34,7 @@ export default tseslint.config(
       'no-restricted-imports': ['error', {
         paths: [...io, 'os', 'node:os', 'crypto', 'node:crypto', '@kubernetes/client-node', 'express', 'pino', 'prom-client', 'commander', 'js-yaml', 'jose']
           .map((name) => ({ name, message: 'lib/ holds small generic mechanisms: no I/O but timers, no dependencies.' })),
-        patterns: [{ group: ['../*', '../**'], message: 'lib/ may not import anything outside lib/ (ARCHITECTURE.md layout).' }],
+        patterns: [{ group: ['../*', '../**'], message: 'lib/ may not import anything outside lib/ (docs/architecture.md "Source layout").' }],
       }],
     },
   },

@@ -16,7 +16,7 @@ export default {
       displayName: 'unit',
       // Generous: CI machines have 2 cores and some unit tests spawn real processes and servers.
       testTimeout: 30000,
-      testMatch: ['<rootDir>/{lib,core,k8s,operator,authz,cli}/**/*.test.ts', '<rootDir>/test/support/**/*.test.ts'],
+      testMatch: ['<rootDir>/{lib,core,k8s,operator,authz,cli}/**/*.test.ts', '<rootDir>/test/support/**/*.test.ts', '<rootDir>/scripts/**/*.test.ts', '<rootDir>/test/docs/**/*.test.ts'],
     },
     {
       ...common,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { answerSets, headerValue } from './answers.js';
+import { answerSets, headerValue, sendGrantedIdentity } from './answers.js';
+import type { HeadResponse } from './http-front.js';
 
 const header = (headers: readonly string[], name: string) => headers[headers.indexOf(name) + 1];
 
@@ -52,5 +53,27 @@ describe('identity names as header values', () => {
   it('decodes back to the name the way the README tells a backend to', () => {
     const decode = (v: string) => (v.startsWith("UTF-8''") ? decodeURIComponent(v.slice(7)) : v);
     for (const n of ['alice', '\u0430lice', '%D0%B0lice', "UTF-8''%D0%B0lice", 'Ölçü grubu', 'a\tb']) expect(decode(headerValue(n))).toBe(n);
+  });
+});
+
+describe('identity grants (a verified JWT), prepared on first use and kept by scope, user and group', () => {
+  const NOW = Date.parse('2026-11-21T12:00:00Z');
+  /** The headers one identity grant is answered with. */
+  const sent = (set: ReturnType<typeof answerSets>['nginx'], expMs: number, nowMs: number): readonly string[] => {
+    let headers: readonly string[] = [];
+    const res: HeadResponse = { writeHead: (_s, h) => (headers = h), end: () => undefined, headersSent: false, shouldKeepAlive: true, destroy: () => undefined };
+    sendGrantedIdentity(res, set, 'topic:a', 'alice', 'ops', expMs, nowMs);
+    return headers;
+  };
+
+  it('follow the JWT exp in X-Accel-Expires second by second, the kept answer included (never the first answer\'s bound again)', () => {
+    const { nginx, proxy } = answerSets(30);
+    const exp = NOW + 5_500;
+    expect(header(sent(nginx, exp, NOW), 'X-Accel-Expires')).toBe('5');
+    expect(header(sent(nginx, exp, NOW + 2_000), 'X-Accel-Expires')).toBe('3');
+    expect(header(sent(nginx, exp, exp + 10_000), 'X-Accel-Expires')).toBe('0');
+    expect(header(sent(nginx, NOW + 3_600_000, NOW), 'X-Accel-Expires')).toBe('30');
+    expect(sent(proxy, exp, NOW)).not.toContain('X-Accel-Expires');
+    for (const set of [nginx, proxy]) expect(header(sent(set, exp, NOW), 'Cache-Control')).toBe('no-store');
   });
 });

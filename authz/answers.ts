@@ -1,5 +1,5 @@
 /**
- * The HTTP answers of ACCESS-RULES.md "Answers", prepared once. Allow is exactly 200 with an empty
+ * The HTTP answers of docs/access-rules.md "Answers", prepared once. Allow is exactly 200 with an empty
  * body. The nginx endpoints answer only 200, 401 or 403 (nginx turns anything else into 500) with empty
  * bodies (nginx drops them); the Traefik and Envoy endpoints pass the answer on to the client, so they get
  * the precise status and an `application/problem+json` body. Every answer carries `Cache-Control: no-store`.
@@ -111,9 +111,10 @@ export function sendGranted(res: HeadResponse, set: AnswerSet, scope: string, to
  * (below). Prepared on first use and kept like token grants: a session's JWT comes back request after
  * request, and rendering an answer each time cost as much as the rest of its decision.
  */
-export function sendGrantedIdentity(res: HeadResponse, set: AnswerSet, scope: string, user: string, group: string | undefined, expiresAtMs: number, nowMs: number): void {
-  // As for tokens: an nginx cache keeps the allow at most cacheMaxAge, never beyond the JWT's exp.
-  const accel = set.flavour === 'nginx' ? Math.min(set.cacheMaxAge, Math.max(0, Math.floor((expiresAtMs - nowMs) / 1000))) : -1;
+export function sendGrantedIdentity(res: HeadResponse, set: AnswerSet, scope: string, user: string, group: string | undefined, expMs: number, nowMs: number): void {
+  // As for tokens: an nginx cache keeps the allow at most cacheMaxAge, never beyond the JWT's exp (`expMs`: exp
+  // itself, without the skew decide grants past it; the pipeline passes oidc's jwtExpOf of the decision).
+  const accel = set.flavour === 'nginx' ? Math.min(set.cacheMaxAge, Math.max(0, Math.floor((expMs - nowMs) / 1000))) : -1;
   // Looked up by the names themselves, level by level: they are the same strings request after request (the
   // index's scope keys, the verifier's cached identity), whose hashes V8 keeps, where a joined key is new each time.
   const byUser = set.identities.get(scope);

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { decide, scopeKey, type AccessConfig, type AccessIndex, type Decision, type Scope, type VerifiedJwt, type VerifyJwt } from '../core/index.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope, type AnswerSet } from './answers.js';
-import type { OidcVerifier } from './oidc.js';
+import { jwtExpOf, type OidcVerifier } from './oidc.js';
 import { DecisionLog } from './decision-log.js';
 import type { Refusal, Refusals } from './refusals.js';
 import type { TokenUsage } from './token-usage.js';
@@ -49,12 +49,17 @@ function kindOf(governing: readonly Scope[]): ScopeKindLabel {
 }
 
 /**
- * The scope a refusal is summed under: a scope of the store, or UNCOVERED for a path no scope covers (closed by
- * default), whose value the client chose (any process id): a summary key per id would let it write a line each.
+ * The scope a refusal is summed under, never a value the client builds (issue 27): the one governing scope, a
+ * closed scope of the store; when several govern, their kind alone (a path may name any subset of the closed
+ * datasets, and a key per combination let 1,023 requests write 1,001 lines); UNCOVERED for a path no scope covers
+ * (closed by default), whose value the client chose (any process id). So the summary lines of a window are at most
+ * endpoints × outcomes × reasons × (closed scopes + these labels), whatever the requests.
  */
 const UNCOVERED = 'uncovered (closed by default)';
+const severalGovern = (kind: ScopeKindLabel): string => `${kind} (several govern)`;
 function summaryScope(d: { readonly governing: readonly Scope[]; readonly closedByDefault: boolean }): string {
-  return d.closedByDefault ? UNCOVERED : keysOf(d.governing);
+  if (d.closedByDefault) return UNCOVERED;
+  return d.governing.length === 1 ? scopeKey(d.governing[0]!) : severalGovern(kindOf(d.governing));
 }
 
 function keysOf(governing: readonly Scope[]): string {
@@ -219,7 +224,8 @@ class AuthPipeline {
         this.ctx.usage.record(d.scopeKey, d.tokenId, now, d.imported === true);
         return d.scope.kind;
       case 'granted-identity':
-        sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.expiresAt, now);
+        // Granted until exp plus the skew, cacheable only until exp itself.
+        sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, jwtExpOf(d.expiresAt), now);
         this.ctx.usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, now);
         return d.scope.kind;
       case 'no-token':
@@ -267,7 +273,9 @@ class AuthPipeline {
     const refusal = refusalOf(endpoint, d, outcome);
     const level = this.ctx.refusals.record(refusal, Date.now()) ? 'info' : 'debug';
     if (!decisions.enabled(level)) return;
-    decisions.write(level, { ...refusal, method, path: d !== null && 'path' in d ? d.path : undefined });
+    // A sampled line names every governing scope where the summary has only their kind (several govern).
+    const scope = d !== null && 'governing' in d && d.governing.length > 1 && !d.closedByDefault ? keysOf(d.governing) : refusal.scope;
+    decisions.write(level, { ...refusal, scope, method, path: d !== null && 'path' in d ? d.path : undefined });
   }
 }
 

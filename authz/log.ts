@@ -1,7 +1,7 @@
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 import { LogSink } from './log-sink.js';
 
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export { LOG_LEVELS } from '../lib/log-levels.js';
 export type LogLevel = Level | 'silent';
 
 export interface AuthLogger {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,6 +43,22 @@ describe('svc-auth usage errors', () => {
     expect(await p.exited).toBe('exit 2');
     expect(p.output).toMatch(message);
     expect(p.output).toContain('svc-auth --help');
+  }, 30_000);
+});
+
+describe('svc-auth on a port already taken', () => {
+  it.each(['--listen', '--metrics-listen'])('names %s, the flag that changes it, and exits 1', async (flag) => {
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
+    const taken = (holder.address() as AddressInfo).port;
+    try {
+      const other = flag === '--listen' ? '--metrics-listen' : '--listen';
+      const p = svcAuth(['--scopes-dir', tempDir(), flag, `127.0.0.1:${taken}`, other, '127.0.0.1:0']);
+      expect(await p.exited).toBe('exit 1');
+      expect(p.output).toContain(`cannot listen on 127.0.0.1:${taken} (${flag}): the address is already in use; choose another with ${flag} HOST:PORT`);
+    } finally {
+      holder.close();
+    }
   }, 30_000);
 });
 

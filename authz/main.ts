@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=1 --single-threaded-gc
-// svc-auth: the forward-auth server (ARCHITECTURE.md). `svc-auth --help` for the flags.
+// svc-auth: the forward-auth server (docs/architecture.md). `svc-auth --help` for the flags.
 // The V8 flags are on purpose, and in the shebang because V8 reads them only at start-up:
 // - 1 MiB semi-spaces: building a new index during a reload leaves many survivors, and V8 copies survivors
 //   in one pause per scavenge; small semi-spaces keep those pauses around a millisecond.
@@ -47,12 +47,20 @@ async function main(): Promise<void> {
   } catch (e) {
     logger.fatal({ err: e }, 'cannot start');
     await close();
-    process.stderr.write(`svc-auth: cannot listen: ${(e as Error).message}\n`);
+    process.stderr.write(`svc-auth: ${cannotListen(e as NodeJS.ErrnoException & { port?: number }, parsed)}\n`);
     process.exit(1);
   }
   server.metrics.countLogDrops(dropped);
   announce(logger, parsed, server, source);
   stopOnSignals(logger, server, close);
+}
+
+/** Why a port could not be had, naming the flag that chooses it: --listen or --metrics-listen. */
+function cannotListen(e: NodeJS.ErrnoException & { port?: number }, parsed: AuthConfig): string {
+  const flag = e.port !== undefined && e.port === parsed.metricsListen.port && e.port !== parsed.listen.port ? '--metrics-listen' : '--listen';
+  const at = flag === '--listen' ? parsed.listen : parsed.metricsListen;
+  const what = e.code === 'EADDRINUSE' ? 'the address is already in use' : e.message;
+  return `cannot listen on ${at.host}:${at.port} (${flag}): ${what}; choose another with ${flag} HOST:PORT`;
 }
 
 /** A fault nothing caught ends the process (the pod restarts): the line about it is written before exiting. */

@@ -555,3 +555,40 @@ describe('JWT at token speed: a JWT verified before is decided in the same pass'
     await idp.stop();
   });
 });
+
+describe('issue 27 item 3: a JWT grant is cacheable no longer than the JWT lives', () => {
+  /** What a proxy may cache the answer for, and the most it may be: the JWT's exp less the clock before the request. */
+  const cacheBound = async (url: string, target: string, jwt: string, exp: number, via: 'bearer' | 'query') => {
+    const before = Date.now();
+    const r = await ask(url, via === 'query' ? `${target}?token=${jwt}` : target, via === 'bearer' ? `Bearer ${jwt}` : undefined);
+    return { status: r.status, accel: Number(r.headers['x-accel-expires']), cacheControl: r.headers['cache-control'], most: Math.max(0, exp - Math.floor(before / 1000)) };
+  };
+
+  it.each(['bearer', 'query'] as const)('X-Accel-Expires stays within exp on the first answer and on the repeat decided from the verified cache (%s)', async (via) => {
+    const { idp, keys } = await providerWith('k1');
+    const server = await serveWith([{ kind: 'User', name: `${idp.issuer}#alice` }], options(idp.issuer));
+    await new Promise((r) => setTimeout(r, 200)); // keys fetched at start
+    // exp 5 s ahead: sooner than --cache-max-age (30 s by default), and within the 30 s of skew decide grants past it.
+    const exp = Math.floor(Date.now() / 1000) + 5;
+    const jwt = await idp.sign(keys[0]!, { groups: [] }, { exp });
+    const first = await cacheBound(server.url, TOPIC_FILE, jwt, exp, via);
+    const repeat = await cacheBound(server.url, TOPIC_FILE, jwt, exp, via);
+    for (const a of [first, repeat]) {
+      expect(a.status).toBe(200);
+      expect(a.cacheControl).toBe('no-store');
+      expect(a.accel).toBeGreaterThanOrEqual(0);
+      expect(a.accel).toBeLessThanOrEqual(a.most);
+    }
+  });
+
+  it('a JWT granted within the skew past its exp is never cached (X-Accel-Expires: 0), first and repeat', async () => {
+    const { idp, keys } = await providerWith('k1');
+    const server = await serveWith([{ kind: 'User', name: `${idp.issuer}#alice` }], options(idp.issuer));
+    await new Promise((r) => setTimeout(r, 200));
+    const jwt = await idp.sign(keys[0]!, {}, { exp: Math.floor(Date.now() / 1000) - 10 });
+    for (let i = 0; i < 2; i++) {
+      const r = await ask(server.url, TOPIC_FILE, `Bearer ${jwt}`);
+      expect([r.status, r.headers['x-accel-expires'], r.headers['cache-control']]).toEqual([200, '0', 'no-store']);
+    }
+  });
+});

@@ -34,6 +34,16 @@ const MAX_CACHED_CHARS = 8 * 1024 * 1024;
 /** Clock skew tolerated on exp, nbf and iat. */
 export const CLOCK_SKEW_SECONDS = 30;
 
+/**
+ * The JWT's own exp (ms since the epoch) from the `expiresAt` this verifier hands decide, which is exp plus the
+ * skew: the last instant a JWT is granted. The skew forgives clocks that disagree; it is no lifetime to hand to a
+ * proxy's decision cache, which may keep a JWT's grant only until exp (issue 27: with exp + skew as the cache
+ * bound, a JWT 10 s past its exp was cacheable for 19 s more). Never later than `expiresAt`, so never more lenient.
+ */
+export function jwtExpOf(expiresAt: number): number {
+  return expiresAt - CLOCK_SKEW_SECONDS * 1000;
+}
+
 export interface OidcOptions {
   readonly issuers: readonly IssuerConfig[];
   /** PEM bundle trusted for the providers' TLS, besides the system's (an issuer's own certificateAuthority wins). */

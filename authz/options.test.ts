@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { LOG_LEVELS } from '../lib/log-levels.js';
 import { parseArgs } from './args.js';
 import { accessConfig, parseHostPort, UsageError } from './options.js';
 
@@ -54,6 +55,12 @@ describe('parseArgs', () => {
     expect(parsed).toMatchObject({ access: { openPathsByDefault: false } });
     expect(parseArgs(['--scopes-dir', '.', '--open-paths-by-default'], sink)).toMatchObject({ access: { openPathsByDefault: true } });
     expect(parseArgs(['--scopes-dir', '.', '--refusal-log-sample', 'many'], sink)).toEqual({ exit: 2 });
+  });
+
+  it('-n is the namespace, as in svc and svc-operator; every log level of lib/log-levels.ts is accepted', () => {
+    const { io: sink } = io();
+    expect(parseArgs(['--snapshot-configmap', 'snap', '-n', 'svc'], sink)).toMatchObject({ source: { kind: 'configmap', name: 'snap', namespace: 'svc' } });
+    for (const level of LOG_LEVELS) expect(parseArgs(['--scopes-dir', '.', '--log-level', level], sink)).toMatchObject({ logLevel: level });
   });
 
   it('takes a snapshot file whose directory exists, even before the file does', () => {

@@ -22,7 +22,7 @@ import { createLogger } from './log.js';
 import { startServer, type RunningServer, type ServerOptions } from './server.js';
 import type { SnapshotSink, SnapshotSource } from './sources/source.js';
 
-// The real server on 127.0.0.1:0, hit with real HTTP: every endpoint × every row of ACCESS-RULES.md
+// The real server on 127.0.0.1:0, hit with real HTTP: every endpoint × every row of docs/access-rules.md
 // "Answers". Tokens come from fixed seeds and are referred to by name; no assertion message prints one.
 
 const tok = (seed: string) => formatGeneratedToken(createHash('sha256').update(`server-test-${seed}`).digest());

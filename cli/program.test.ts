@@ -14,6 +14,7 @@ describe('svc program', () => {
     [['auth', 'has-access-topic', '--help']],
     [['auth', 'remove-tokens', '--help']],
     [['auth', 'remove-token', '--help']],
+    [['auth', 'public', '--help']],
     [['completion', '--help']],
     [['help', 'auth']],
   ])('help: %j', async (args) => {
@@ -28,6 +29,20 @@ describe('svc program', () => {
       expect(r.stderr).toBe('');
     }
     expect(r.stdout + r.stderr).toMatchSnapshot();
+  });
+
+  it('public --help offers only what public accepts; remove-tokens says what happens to path scopes', async () => {
+    const pub = (await svc(['auth', 'public', '--help'])).stdout;
+    expect(pub).toContain('--path <path>');
+    expect(pub).not.toMatch(/--topic-hierarchy|--metadata-id/);
+    const bare = await svc(['auth', 'public']);
+    expect(bare).toMatchObject({ code: 2, stderr: 'error: only a path scope can be public: give --path P (see svc auth public --help)\n' });
+    for (const args of [['auth', 'remove-tokens', '--help'], ['auth', 'remove-token', '--help']]) {
+      const help = (await svc(args)).stdout.replace(/\s+/g, ' ');
+      expect(help).not.toMatch(/the scope opens|opens the scope/);
+      expect(help).toMatch(/a path scope stays closed/);
+    }
+    expect((await svc(['auth', 'remove-tokens', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('Closed, 0 tokens (default)');
   });
 
   it('svc auth without a command: help on stderr, exit 2', async () => {
@@ -60,7 +75,7 @@ describe('svc program', () => {
   });
 
   it('every usage error is one line that says where to look', async () => {
-    for (const args of [['auth', 'nope'], ['nope'], ['auth', 'show', '-o'], ['completion'], ['completion', 'fish']]) {
+    for (const args of [['auth', 'nope'], ['nope'], ['auth', 'show', '-o'], ['completion'], ['completion', 'tcsh']]) {
       const r = await svc(args);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^error: [^\n]+ \(see svc[a-z -]* --help\)\n$/);
@@ -69,7 +84,7 @@ describe('svc program', () => {
 });
 
 describe('svc completion', () => {
-  it.each(['bash', 'zsh'])('%s script, generated from the command tree', async (shell) => {
+  it.each(['bash', 'zsh', 'fish'])('%s script, generated from the command tree', async (shell) => {
     const r = await svc(['completion', shell]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
@@ -103,7 +118,7 @@ describe('svc completion', () => {
     [['svc', 'auth', 'remove-token', '--i'], ['--id']],
     [['svc', 'auth', 'add-token', '--ex'], ['--expires-in', '--expires-at']],
     [['svc', 'auth', 'show', '--kube'], ['--kubeconfig']],
-    [['svc', 'completion', ''], ['bash', 'zsh']],
+    [['svc', 'completion', ''], ['bash', 'zsh', 'fish']],
     [['kubectl-svc', 'auth', 'has'], ['has-access-topic']],
     [['svc', 'auth', 'add-token', '--topic-hierarchy', ''], []],
     [['svc', '--dir', 'cl'], ['cli']],

@@ -67,6 +67,21 @@ function storeOptions(g: GlobalOptions): StoreOptions {
   };
 }
 
+/** One word for a POSIX shell: as it is when it needs no quoting, else in single quotes. */
+export function shellWord(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
+}
+
+/** The store flags as given, for the commands a command prints to run next (they must reach the same store). */
+function storeFlagsOf(g: GlobalOptions): string {
+  return [
+    ...(g.kubeconfig !== undefined ? ['--kubeconfig', g.kubeconfig] : []),
+    ...(g.context !== undefined ? ['--context', g.context] : []),
+    ...(g.namespace !== undefined ? ['-n', g.namespace] : []),
+    ...(g.dir !== undefined ? ['--dir', g.dir] : []),
+  ].map(shellWord).join(' ');
+}
+
 /** The command's full name as typed, for hints: "svc auth add-token". */
 function commandPath(cmd: Command): string {
   const names: string[] = [];
@@ -146,6 +161,7 @@ function runner(io: Io, setExit: (code: number) => void): Runner {
         io,
         commandPath: commandPath(cmd),
         openPathsByDefault: globals.openPathsByDefault === true || fromEnv,
+        storeFlags: storeFlagsOf(globals),
         openStore: async (): Promise<ScopeStore> => {
           const { openStore } = await import('./backends/open.js');
           return openStore(storeOptions(globals), io.env);
@@ -193,7 +209,7 @@ function removeTokenCommand(auth: Command, run: Runner): void {
   scopeOptions(
     auth
       .command('remove-token')
-      .description('remove one token of a scope, given the token or its id; removing the last one opens the scope')
+      .description('remove one token of a scope, given the token or its id; after the last one a topic hierarchy or dataset opens, a path scope stays closed by default')
       .argument('[token]', 'the token to remove ("-" reads it from stdin); or use --id'),
     'edit',
   )
@@ -253,8 +269,12 @@ function subjectCommands(auth: Command, run: Runner): void {
 
 /** What opens or closes a scope besides its tokens: remove-tokens, close, open, public. */
 function stateCommands(auth: Command, run: Runner, name: string): void {
-  scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: the scope opens'), 'open')
+  scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: a topic hierarchy or dataset opens, unless closed: true or a subject keeps it closed; a path scope stays closed with 0 tokens'), 'open')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .addHelpText('after', `
+Path scopes (processes/..., collections/stations, other paths) are closed by default: with their last token gone they
+stay "Closed, 0 tokens (default)", and nothing executes or writes until a token grants it again (unless svc-auth runs
+with --open-paths-by-default). The objects stay, with an empty token list; nothing is deleted.`)
     .action(run(async () => {
       const { removeTokens } = await import('./commands/remove.js');
       return (ctx, opts) => removeTokens(ctx, opts as Parameters<typeof removeTokens>[1]);
@@ -274,7 +294,13 @@ function stateCommands(auth: Command, run: Runner, name: string): void {
       return (ctx, opts) => open(ctx, opts as Parameters<typeof open>[1]);
     }));
 
-  scopeOptions(auth.command('public').description('declare a path scope public: every method open, even where paths are closed by default (--off takes it back)'), 'make public')
+  auth
+    .command('public')
+    .description('declare a path scope public: every method open where it is only closed by default, never where a token, subject or closed: true closes it (--off takes it back)')
+    .option('--path <path>', 'the path: processes/<process-id> (that process only, not its -family), or another path of the host (never a prefix such as oapi or data)')
+    // Not offered (help, completion): only a path can be public; given anyway, they get that answer rather than "unknown option".
+    .addOption(new Option('--topic-hierarchy <topic>').hideHelp())
+    .addOption(new Option('--metadata-id <urn>').hideHelp())
     .option('--off', 'no longer public (a process goes back to closed by default)')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .addHelpText('after', `
@@ -283,7 +309,11 @@ Examples:
   ${name} auth public --path processes/station-info --off`)
     .action(run(async () => {
       const { setPublic } = await import('./commands/public.js');
-      return (ctx, opts) => setPublic(ctx, opts as Parameters<typeof setPublic>[1]);
+      return (ctx, opts) => {
+        const o = opts as Parameters<typeof setPublic>[1];
+        if (o.path === undefined) throw usageError(`only a path scope can be public: give --path P (see ${ctx.commandPath} --help)`);
+        return setPublic(ctx, o);
+      };
     }));
 
 }
@@ -307,13 +337,18 @@ function completionCommand(program: Command, io: Io, setExit: (code: number) => 
   const name = program.name();
   program
     .command('completion')
-    .description('print a shell completion script (bash or zsh) for this command tree')
-    .addArgument(new Argument('<shell>', 'bash or zsh').choices(['bash', 'zsh']))
-    .addHelpText('after', `\nLoad it with:  source <(${name} completion bash)   or   source <(${name} completion zsh)`)
+    .description('print a shell completion script (bash, zsh or fish) for this command tree')
+    .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+    .addHelpText('after', `
+Load it with:  source <(${name} completion bash)   or   source <(${name} completion zsh)   or   ${name} completion fish | source
+
+For \`kubectl svc <TAB>\`, kubectl (1.26+) asks the executable kubectl_complete-svc on the PATH, which npm installs
+(or npm link puts there) beside kubectl-svc; kubectl's own completion must be loaded (source <(kubectl completion bash)).`)
     .action(async (shell: string) => {
-      const { bashCompletion, zshCompletion } = await import('./completion.js');
+      const { bashCompletion, fishCompletion, zshCompletion } = await import('./completion.js');
       const names = ['svc', 'kubectl-svc'];
-      io.out(shell === 'zsh' ? zshCompletion(program, names) : bashCompletion(program, names));
+      const script = { bash: bashCompletion, zsh: zshCompletion, fish: fishCompletion }[shell as 'bash' | 'zsh' | 'fish'];
+      io.out(script(program, names));
       setExit(EXIT_OK);
     });
 

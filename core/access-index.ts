@@ -13,7 +13,7 @@ export interface IndexedScope {
   readonly depth: number;
   /**
    * Set when other scopes that differ from this one only in letter case were folded into it: their
-   * tokens are records of this entry too, since a request cannot tell the two apart (ACCESS-RULES.md,
+   * tokens are records of this entry too, since a request cannot tell the two apart (docs/access-rules.md,
    * case variants). The ConfigMap source rebuilds such entries whole rather than by difference.
    */
   readonly merged?: true;

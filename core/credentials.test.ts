@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
 import { extractCredential } from './credentials.js';
 
-// ACCESS-RULES.md "Token transport": query argument `token` (first non-empty), else Bearer (scheme
+// docs/access-rules.md "Credentials": query argument `token` (first non-empty), else Bearer (scheme
 // case-insensitive, exactly one token), else the Basic password; the query wins over the header.
 
 const basic = (userPass: string) => `Basic ${Buffer.from(userPass, 'utf8').toString('base64')}`;

@@ -1,5 +1,5 @@
 /**
- * Where a request's token comes from (ACCESS-RULES.md "Token transport"): the query argument first, then
+ * Where a request's token comes from (docs/access-rules.md "Credentials"): the query argument first, then
  * `Authorization: Bearer`, then the password of `Authorization: Basic`.
  */
 export type TokenSource = 'query' | 'bearer' | 'basic';

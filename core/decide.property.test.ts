@@ -10,7 +10,7 @@ import { scopeKey, scopeLevels, type Scope } from './scope.js';
 import { compileSnapshot } from './snapshot.js';
 import { formatGeneratedToken, hashToken, hashTokenHex, isPlausibleToken, tokenIdOf } from './token.js';
 
-// Property tests of ACCESS-RULES.md. Worlds (sets of closed scopes) and requests are drawn from small
+// Property tests of docs/access-rules.md. Worlds (sets of closed scopes) and requests are drawn from small
 // alphabets so that scopes overlap, nest and collide. A reference model written straight from the rules'
 // text (no trie, no shortcuts) is the oracle. Tokens are drawn by index into a pool, so a counterexample
 // prints indices, never a token.
@@ -46,7 +46,7 @@ function indexOf(grants: readonly Grant[]): AccessIndex {
   return r.value;
 }
 
-// ---- the reference model (ACCESS-RULES.md "From request to governing scope" and "Answers") ----
+// ---- the reference model (docs/access-rules.md "From a request to a decision" and "Answers") ----
 
 const SAFE = ['GET', 'HEAD', 'OPTIONS'];
 const containsRun = (hay: readonly string[], needle: readonly string[]) => hay.some((_, i) => needle.every((n, j) => hay[i + j] === n));
@@ -54,7 +54,7 @@ const equalOrExtends = (id: string, value: string, sep: string) => id === value 
 
 /**
  * Every scope of `scopes` that is a candidate for the request (step 2), regardless of open/closed. Matching
- * is on the lower-cased path (ACCESS-RULES.md: a case variant is governed like the path); the worlds' scopes
+ * is on the lower-cased path (docs/access-rules.md: a case variant is governed like the path); the worlds' scopes
  * are lower case. A null method is one the proxy did not state: never safe.
  */
 function refCandidates(scopes: readonly Scope[], method: string | null, rawSegments: readonly string[]): Scope[] {
@@ -84,7 +84,7 @@ function refCandidates(scopes: readonly Scope[], method: string | null, rawSegme
 }
 
 /**
- * The default-closed write paths (ACCESS-RULES.md): the key of the stand-in that governs a stations write or
+ * The default-closed write paths (docs/access-rules.md): the key of the stand-in that governs a stations write or
  * a process request (not OPTIONS) that no path scope covers, else undefined.
  */
 function refDefault(method: string | null, rawSegments: readonly string[]): string | undefined {
@@ -226,7 +226,7 @@ const run = (index: AccessIndex, r: Req) => decide(index, DEFAULT_CONFIG, r, NOW
 const allowed = (d: Decision | VerifyJwt) => d.outcome === 'open' || d.outcome === 'granted';
 const closedScopes = (grants: readonly Grant[]) => grants.map((g) => g.scope);
 
-describe('decide agrees with a reference model of ACCESS-RULES.md', () => {
+describe('decide agrees with a reference model of docs/access-rules.md', () => {
   it('for random worlds and requests: same outcome, same governing scopes, a granting scope that holds the token', () => {
     fc.assert(
       fc.property(worldArb, requestsArb, (grants, requests) => {

@@ -8,7 +8,7 @@ import { scopeKey, type Scope } from './scope.js';
 import { compileSnapshot } from './snapshot.js';
 import { formatGeneratedToken, hashToken, tokenIdOf } from './token.js';
 
-// ACCESS-RULES.md, rule by rule, through the decision engine. Tokens are generated from fixed seeds and
+// docs/access-rules.md, rule by rule, through the decision engine. Tokens are generated from fixed seeds and
 // referred to by name; no test name or assertion message carries a token.
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
@@ -109,7 +109,7 @@ describe('data is open by default; process execution and stations writes are clo
 });
 
 describe('WAF: topic levels as consecutive path segments anywhere below the prefix', () => {
-  it('the ACCESS-RULES.md example is governed', () => {
+  it('the docs/access-rules.md example is governed', () => {
     const d = ask(world, 'GET', CORE_FILE);
     expect(d).toMatchObject({ outcome: 'no-token', area: 'waf' });
     expect(governing(d)).toEqual([scopeKey(CORE)]);

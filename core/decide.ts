@@ -1,5 +1,5 @@
 /**
- * The access decision of ACCESS-RULES.md, as a pure function of the index, the configuration, the
+ * The access decision of docs/access-rules.md, as a pure function of the index, the configuration, the
  * request and the clock. svc-auth maps decisions to HTTP answers; the CLI's has-access-topic uses
  * decideForScope, so both give the same answer.
  */
@@ -40,7 +40,7 @@ export interface AccessRequest {
   /**
    * The original request's method; null when the proxy did not state it. An unstated method is governed as
    * an unsafe one: an nginx subrequest is always GET, so falling back to the subrequest's own method would
-   * let every stations write through behind a proxy that does not send it (ACCESS-RULES.md).
+   * let every stations write through behind a proxy that does not send it (docs/access-rules.md).
    */
   readonly method: string | null;
   /** The original request target: a path with optional query, as the proxy sent it. */
@@ -69,7 +69,7 @@ interface Governed {
   readonly path: string;
   /**
    * No scope of the store covers the request: it is governed by a path closed by default (process execution,
-   * stations writes; ACCESS-RULES.md), which no token can open until a scope covering it has one.
+   * stations writes; docs/access-rules.md), which no token can open until a scope covering it has one.
    */
   readonly closedByDefault: boolean;
 }
@@ -286,7 +286,7 @@ function foldSegments(segments: readonly string[]): readonly string[] {
 }
 
 /**
- * Finds the closed candidate scopes of a normalized request (ACCESS-RULES.md step 2). `segments` are
+ * Finds the closed candidate scopes of a normalized request (docs/access-rules.md "From a request to a decision", step 3). `segments` are
  * case-folded, as the index's keys are; `method` is null when unstated, which is never a safe method.
  */
 function governingFor(index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): { area: Area; scopes: readonly IndexedScope[] } {
@@ -329,7 +329,7 @@ function withoutPublic(scopes: readonly IndexedScope[]): readonly IndexedScope[]
 }
 
 /**
- * The stand-ins for write paths no path scope covers (ACCESS-RULES.md: process execution and stations
+ * The stand-ins for write paths no path scope covers (docs/access-rules.md: process execution and stations
  * writes are closed by default). Each names the scope a token would have to be added to; they hold no token.
  */
 const byDefault = (value: string): IndexedScope => ({ scope: { kind: 'path', value }, key: `path:${value}`, depth: 0, byDefault: true });

@@ -1,4 +1,4 @@
-// The domain, pure and I/O-free (ARCHITECTURE.md): everything svc-auth, the operator and the CLI share.
+// The domain, pure and I/O-free (docs/architecture.md): everything svc-auth, the operator and the CLI share.
 export * from './result.js';
 export * from './scope.js';
 export * from './scope-state.js';

@@ -8,7 +8,7 @@ import { newProtectedScope, type ProtectedScope, type TokenRecord } from './prot
 import type { Scope } from './scope.js';
 import { formatGeneratedToken, hashToken, tokenIdOf } from './token.js';
 
-// ACCESS-RULES.md: a manifest that cannot be read exactly is invalid (the reload is refused whole and the
+// docs/access-rules.md: a manifest that cannot be read exactly is invalid (the reload is refused whole and the
 // last good snapshot stays); only deleting a file removes a scope. Tokens are drawn from seeds and never
 // printed: failures name the mutation and the probe's index.
 

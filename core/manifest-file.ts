@@ -2,7 +2,7 @@
  * One manifest file as the directory store reads it (svc-auth's --scopes-dir and the CLI's --dir share
  * this): every document, each either a valid ProtectedScope or an object of another kind, or the reasons
  * the file is invalid. An invalid file refuses the whole directory, so a broken edit keeps the last good
- * state instead of dropping the tokens of the scope it protected (ACCESS-RULES.md).
+ * state instead of dropping the tokens of the scope it protected (docs/access-rules.md).
  */
 import { parseManifests } from './manifest.js';
 import { API_GROUP, KIND, validateProtectedScope, type FieldError, type ProtectedScope } from './protected-scope.js';

@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
 import { normalizeTarget, stripOrigin } from './normalize.js';
 
-// ACCESS-RULES.md "Normalization": split off query and fragment, decode each segment once, refuse what
+// docs/access-rules.md "Normalization": split off query and fragment, decode each segment once, refuse what
 // could make proxy, svc-auth and backend disagree, collapse `//`, drop `.`, resolve `..` never above root.
 
 const segs = (raw: string) => {
@@ -97,7 +97,7 @@ describe('dot segments and empty segments', () => {
   });
 });
 
-describe('refused (ACCESS-RULES.md attack list)', () => {
+describe('refused (docs/access-rules.md "Attack cases")', () => {
   it.each([
     ['encoded slash %2F', '/data/a%2Fb'],
     ['encoded slash %2f', '/data/a%2fb'],

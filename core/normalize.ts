@@ -1,5 +1,5 @@
 /**
- * Request-target normalization (ACCESS-RULES.md "Normalization"): decide on the path the backend will
+ * Request-target normalization (docs/access-rules.md "Normalization"): decide on the path the backend will
  * serve, and refuse anything that could make the proxy, svc-auth and the backend disagree about it.
  * Hand-written because it is on the hot path of every request and the rules are ours, not a URL parser's
  * (WHATWG URL resolves `..`, decodes and re-encodes in ways that would hide the attacks we must refuse).
@@ -183,7 +183,7 @@ function hexValue(c: number): number {
 }
 
 /**
- * Whether two target headers of one request name the same path and query (ACCESS-RULES.md: two target
+ * Whether two target headers of one request name the same path and query (docs/access-rules.md: two target
  * headers that disagree make the request malformed, never a choice). Equal text, or two targets that
  * normalize to the same path and the same query: then the decision cannot depend on which one is read.
  */

@@ -1,4 +1,4 @@
-/** Prefix path scopes (`wis2downloader`) and public path scopes in the decision (ACCESS-RULES.md, issue: wis2box). */
+/** Prefix path scopes (`wis2downloader`) and public path scopes in the decision (docs/access-rules.md, issue: wis2box). */
 import { describe, expect, it } from '@jest/globals';
 import { buildIndex, compileSnapshot, decide, decideForScope, DEFAULT_CONFIG, hashToken, newProtectedScope, scopeObjectName, stateOf, validateProtectedScope, type ProtectedScope, type Scope, type TokenRecord } from './index.js';
 import { tokenIdOf } from './token.js';

@@ -26,7 +26,7 @@ import {
 import { HASH_PATTERN, hashToken, TOKEN_ID_PATTERN, tokenIdOf } from './token.js';
 import { DATASET_PATTERN, MAX_LENGTH, PATH_PATTERN, TOPIC_PATTERN, type Scope } from './scope.js';
 
-// ARCHITECTURE.md "ProtectedScope": exactly one scope field, per-kind patterns, hash pattern, id = first
+// docs/architecture.md "ProtectedScope": exactly one scope field, per-kind patterns, hash pattern, id = first
 // 12 hex of the hash, unique ids, maxItems, RFC 3339 dates, bounded description. Errors name the field.
 
 const record = (seed: string, extra: Partial<TokenRecord> = {}): TokenRecord => {

@@ -1,5 +1,5 @@
 /**
- * Whether a scope is closed, and why (ACCESS-RULES.md): while it has a token record (expired ones
+ * Whether a scope is closed, and why (docs/access-rules.md): while it has a token record (expired ones
  * included), while it grants a subject (an identity of the OpenID provider), while an object says
  * `closed: true`, or, for a path scope (process execution, stations
  * writes), by default until a token grants it, unless svc-auth runs with `--open-paths-by-default`.

@@ -13,7 +13,7 @@ import {
   type ScopeKind,
 } from './scope.js';
 
-// ACCESS-RULES.md "Scopes": the grammar of each kind, the slash form for topics, and the hierarchy separators.
+// docs/access-rules.md "Scopes": the grammar of each kind, the slash form for topics, and the hierarchy separators.
 
 const valid = (kind: ScopeKind, value: string) => checkScope({ kind, value }).ok;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

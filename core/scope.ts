@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { err, ok, type Result } from './result.js';
 
 /**
- * The three kinds of scope (ACCESS-RULES.md). Each kind has its own hierarchy separator, which is what
+ * The three kinds of scope (docs/access-rules.md). Each kind has its own hierarchy separator, which is what
  * "more specific" means for it: topic levels split at `.`, dataset ids at `:`, process ids at `-`.
  */
 export type ScopeKind = 'topic' | 'dataset' | 'path';
@@ -76,7 +76,7 @@ export function scopeKey(scope: Scope): string {
 }
 
 /**
- * The form names are compared in for governance (ACCESS-RULES.md "Normalization"): a backend may serve
+ * The form names are compared in for governance (docs/access-rules.md "Normalization"): a backend may serve
  * `/OAPI/processes/SVC-x` as `/oapi/processes/svc-x`, so a case variant must never escape the scope it
  * names. Scope values are ASCII, so lowering ASCII letters is enough for them; other characters are folded
  * through upper case first so that letters whose folding lands in ASCII (the Kelvin sign, long s, dotless

@@ -23,7 +23,7 @@ import { hashToken, tokenIdOf, type TokenHash } from './token.js';
 import type { Scope } from './scope.js';
 import { buildIndex } from './access-index.js';
 
-// ARCHITECTURE.md "Snapshot": deterministic compilation, merge of objects for one scope, open scopes left
+// docs/architecture.md "The snapshot": deterministic compilation, merge of objects for one scope, open scopes left
 // out, verified shards, and files that refuse to load when truncated or corrupted.
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');

@@ -22,7 +22,7 @@ import {
   TOKEN_ID_PATTERN,
 } from './token.js';
 
-// ARCHITECTURE.md "Token". No assertion below compares a token string directly, so a failure never prints one.
+// docs/architecture.md "Tokens". No assertion below compares a token string directly, so a failure never prints one.
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const fromBase62 = (s: string): bigint => [...s].reduce((n, c) => n * 62n + BigInt(BASE62.indexOf(c)), 0n);

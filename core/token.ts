@@ -1,5 +1,5 @@
 /**
- * Token format (ARCHITECTURE.md): `svc_` + 43 base62 characters (256 random bits) + 6 base62 characters
+ * Token format (docs/architecture.md): `svc_` + 43 base62 characters (256 random bits) + 6 base62 characters
  * of CRC32 over everything before them. The prefix makes leaked tokens greppable by secret scanners;
  * the checksum lets svc-auth and the CLI reject typos and garbage without a lookup.
  */

@@ -1,7 +1,10 @@
 import { describe, it, expect } from '@jest/globals';
 import { request } from 'node:http';
 import { Registry, Counter } from 'prom-client';
-import { program } from './main.js';
+import { readFileSync } from 'node:fs';
+import { LOG_LEVELS } from '../lib/log-levels.js';
+import { runCommand } from '../test/support/process.js';
+import { parseFlags, program } from './main.js';
 import { startHealthServer } from './health.js';
 
 describe('svc-operator flags', () => {
@@ -28,6 +31,41 @@ describe('svc-operator flags', () => {
     const cmd = program().exitOverride().configureOutput({ writeErr: () => undefined });
     expect(() => cmd.parse(['node', 'svc-operator', '--snapshot-name', 'Bad_Name'])).toThrow(/not a valid name/);
   });
+});
+
+describe('svc-operator usage, as svc-auth and svc', () => {
+  const io = () => {
+    const said = { out: '', err: '' };
+    return { said, output: { out: (s: string) => void (said.out += s), err: (s: string) => void (said.err += s) } };
+  };
+  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+  it('--version prints the package version and exits 0', () => {
+    const { said, output } = io();
+    expect(parseFlags(['--version'], output)).toEqual({ exit: 0 });
+    expect(said.out).toBe(`${version}\n`);
+  });
+
+  it.each([[['--bogus']], [['--log-level', 'loud']], [['--debounce', 'soon']], [['extra']], [['--retry-period', '20s']]])('%j is a usage error: exit 2, with a message', (args) => {
+    const { said, output } = io();
+    expect(parseFlags(args, output)).toEqual({ exit: 2 });
+    expect(said.err).toMatch(/error/);
+  });
+
+  it('offers the log levels svc-auth offers, and -n is the namespace', () => {
+    const level = program().options.find((o) => o.long === '--log-level');
+    expect(level?.argChoices).toEqual([...LOG_LEVELS]);
+    for (const l of LOG_LEVELS) expect(parseFlags(['--log-level', l])).toMatchObject({ logLevel: l });
+    expect(parseFlags(['-n', 'svc'])).toMatchObject({ namespace: 'svc' });
+  });
+
+  it('as a process: a usage error exits 2, --version exits 0', async () => {
+    const run = (...args: string[]) => runCommand(process.execPath, ['--import', 'tsx', 'operator/main.ts', ...args], { cwd: new URL('..', import.meta.url).pathname });
+    const bad = await run('--bogus');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("unknown option '--bogus'");
+    expect(await run('--version')).toMatchObject({ code: 0, stdout: `${version}\n` });
+  }, 30_000);
 });
 
 describe('health server', () => {

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
 import { configMapListWatch, kubeConfigMapClient } from '../k8s/configmaps.js';
 import { kubeEventSink } from '../k8s/events.js';
@@ -13,6 +13,7 @@ import { kubeLeaseClient } from '../k8s/lease.js';
 import { protectedScopeListWatch, kubeScopeStatusClient } from '../k8s/watched-scopes.js';
 import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, FIELD_MANAGER, snapshotSelector } from '../k8s/snapshot-objects.js';
 import { parseDuration } from '../lib/duration.js';
+import { LOG_LEVELS } from '../lib/log-levels.js';
 import { startHealthServer } from './health.js';
 import { Operator, type OperatorBackends, type OperatorConfig } from './operator.js';
 
@@ -38,6 +39,18 @@ function parseName(value: string): string {
   return value;
 }
 
+function version(): string {
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'svc-access-control' && pkg.version) return pkg.version;
+    } catch {
+      // not at this depth (sources vs dist/)
+    }
+  }
+  return 'unknown';
+}
+
 export function program(): Command {
   return new Command('svc-operator')
     .description('Compiles the ProtectedScopes of a namespace into the snapshot ConfigMaps svc-auth serves from, and reports status on each ProtectedScope.')
@@ -59,10 +72,34 @@ export function program(): Command {
     .addOption(new Option('--relist-interval <d>', 'relist the watched objects this often').default(300_000, '5m').argParser(durationFlag))
     .addOption(new Option('--resync <d>', 'reconcile at least this often').default(600_000, '10m').argParser(durationFlag))
     .addOption(new Option('--request-timeout <d>', 'timeout of one API request').default(30_000, '30s').argParser(durationFlag))
-    .addOption(new Option('--log-level <level>', 'log level').choices(['debug', 'info', 'warn', 'error']).default('info'));
+    .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
+    .version(version(), '-V, --version')
+    .showHelpAfterError('Run "svc-operator --help" for usage.')
+    .allowExcessArguments(false)
+    .exitOverride();
 }
 
-interface Flags {
+/**
+ * Parses svc-operator's command line as svc-auth and svc do: the flags, or the exit code when there is nothing to
+ * run (0 after --help or --version, 2 after a usage error, whose message says what to do).
+ */
+export function parseFlags(argv: readonly string[], output?: { out(s: string): void; err(s: string): void }): Flags | { exit: number } {
+  const cmd = program();
+  if (output) cmd.configureOutput({ writeOut: (s) => output.out(s), writeErr: (s) => output.err(s) });
+  try {
+    cmd.parse([...argv], { from: 'user' });
+    const flags = cmd.opts<Flags>();
+    if (!(flags.renewDeadline < flags.leaseDuration && flags.retryPeriod < flags.renewDeadline)) {
+      cmd.error('error: need --retry-period < --renew-deadline < --lease-duration', { exitCode: 2 });
+    }
+    return flags;
+  } catch (e) {
+    if (e instanceof CommanderError) return { exit: e.exitCode === 0 ? 0 : 2 };
+    throw e;
+  }
+}
+
+export interface Flags {
   namespace?: string;
   snapshotName: string;
   leaderElect: boolean;
@@ -85,14 +122,13 @@ interface Flags {
 }
 
 /** svc-operator: flags, the API connection, the operator, its health and metrics server, and a clean shutdown. */
-export async function main(argv: string[] = process.argv): Promise<void> {
-  const cmd = program();
-  cmd.parse(argv);
-  const flags = cmd.opts<Flags>();
-  const log = pino({ name: 'svc-operator', level: flags.logLevel, base: { pid: process.pid } });
-  if (!(flags.renewDeadline < flags.leaseDuration && flags.retryPeriod < flags.renewDeadline)) {
-    cmd.error('error: need --retry-period < --renew-deadline < --lease-duration', { exitCode: 2 });
+export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const flags = parseFlags(argv);
+  if ('exit' in flags) {
+    process.exitCode = flags.exit;
+    return;
   }
+  const log = pino({ name: 'svc-operator', level: flags.logLevel, base: { pid: process.pid } });
   const kube = await connect({ ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}), requestTimeoutMs: flags.requestTimeout });
   const namespace = flags.namespace ?? kube.contextNamespace ?? 'default';
   const identity = `${hostname()}_${randomBytes(4).toString('hex')}`;

@@ -32,7 +32,9 @@ if (!only) {
 mkdirSync('.cache', { recursive: true });
 const resultsFile = '.cache/jest-results.json';
 rmSync(resultsFile, { force: true });
-const jestArgs = ['--json', `--outputFile=${resultsFile}`, ...(only ? ['--selectProjects', only] : []), ...passthrough];
+// Files and patterns go before --selectProjects: that flag takes several values, so a path after it would be read as
+// a project name and the whole project would run.
+const jestArgs = ['--json', `--outputFile=${resultsFile}`, ...passthrough, ...(only ? ['--selectProjects', only] : [])];
 // On 2 cores jest runs every test file in band, in its own process, so one handle a test leaves open (a child process
 // whose pipes are still read, a server) keeps jest alive after its last test, and CI would wait out its whole time limit. Jest's
 // --forceExit would hide that; instead, once jest has written its results it gets EXIT_GRACE_MS to exit, after which

@@ -7,7 +7,7 @@
  * Gateway Fabric in `Path` + `Method`, and frameworks honour the method-override headers. An endpoint
  * reads its own family; every *other* family present must name the same target and method, because most
  * proxies pass the client's headers on and a header the proxy did not set is the client's word. Two
- * headers that could mean two different requests make the request malformed (ACCESS-RULES.md:
+ * headers that could mean two different requests make the request malformed (docs/access-rules.md:
  * "ambiguity fails closed"); svc-auth never picks one.
  *
  * Every header is read straight from rawHeaders in one pass (no req.headers: it lowercases and copies every

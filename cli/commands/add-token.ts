@@ -19,7 +19,7 @@ import { DURATION_UNITS_MS, parseDuration } from '../../lib/duration.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { isoSeconds, manifestOf, structured } from '../output.js';
-import { scopeArgs, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import { followUp, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface AddTokenOptions extends ScopeFlags {
   readonly expiresIn?: string;
@@ -169,6 +169,9 @@ function printAdded(ctx: CommandContext, a: Added, options: AddTokenOptions): vo
         ...(options.dryRun ? { dryRun: true } : {}),
       }),
     );
+  } else if (options.dryRun) {
+    printDryRun(ctx, a);
+    return;
   } else {
     const lines = [
       ...(a.generated ? [`Token:   ${a.token}`] : []),
@@ -176,11 +179,26 @@ function printAdded(ctx: CommandContext, a: Added, options: AddTokenOptions): vo
       `Scope:   ${scopeLabel(scope)} (closed, ${total} token${total === 1 ? '' : 's'})`,
       `Object:  ${name} in ${a.where}`,
       `Expires: ${record.expiresAt ?? 'never'}`,
-      ...(options.dryRun ? ['Dry run: nothing was written.'] : []),
     ];
     io.out(`${lines.join('\n')}\n`);
   }
-  if (a.generated) {
-    io.err(`Store this token now: it is shown only once. Remove it with: ${ctx.commandPath.replace(/add-token$/, 'remove-token')} ${scopeArgs(scope)} --id ${record.id}\n`);
+  if (a.generated && !options.dryRun) {
+    io.err(`Store this token now: it is shown only once. Remove it with: ${followUp(ctx, 'remove-token')} ${scopeArgs(scope)} --id ${record.id}\n`);
   }
+}
+
+/**
+ * --dry-run in text: what the object would become, and nothing that treats the token as stored. A token generated
+ * for a dry run is not shown (it is stored nowhere; handing it out would give someone a token that never works).
+ */
+function printDryRun(ctx: CommandContext, a: Added): void {
+  const lines = [
+    'Dry run: nothing was written.',
+    `Id:      ${a.record.id} (${a.generated ? 'a token generated for this dry run only: not stored, not shown' : 'the token given: not stored'})`,
+    `Scope:   ${scopeLabel(a.scope)} (would be closed, ${a.total} token${a.total === 1 ? '' : 's'})`,
+    `Object:  ${a.object.metadata.name} in ${a.where}`,
+    `Expires: ${a.record.expiresAt ?? 'never'}`,
+    `Add it for real: ${followUp(ctx, 'add-token')} ${scopeArgs(a.scope)}${a.generated ? '' : ' TOKEN'}`,
+  ];
+  ctx.io.out(`${lines.join('\n')}\n`);
 }

@@ -11,6 +11,16 @@ export interface CommandContext {
   openStore(): Promise<ScopeStore>;
   /** svc-auth's --open-paths-by-default (`--open-paths-by-default` or SVC_OPEN_PATHS_BY_DEFAULT=true): how states are told. */
   readonly openPathsByDefault: boolean;
+  /**
+   * The store flags given on the command line (`--kubeconfig K --context C -n NS`, `--dir D`), shell-quoted, or "":
+   * a command printed for the user to run next works on the same store.
+   */
+  readonly storeFlags: string;
+}
+
+/** The command to run next on the same store: `svc --dir D auth remove-token` (as the user invoked us). */
+export function followUp(ctx: Pick<CommandContext, 'io' | 'storeFlags'>, verb: string): string {
+  return [ctx.io.programName, ctx.storeFlags, 'auth', verb].filter((w) => w !== '').join(' ');
 }
 
 export interface ScopeFlags {

@@ -1,7 +1,7 @@
 import { buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAs, decideImportedSync, scopeKey, type Decision, type Scope } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeArgs, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import { followUp, scopeArgs, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface HasAccessOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
@@ -26,14 +26,14 @@ export interface AccessAnswer {
 }
 
 /** The decision as the CLI reports it; the wording names scopes and token ids, never the token. */
-export function explain(scope: Scope, decision: Decision): AccessAnswer {
+export function explain(scope: Scope, decision: Decision, addToken = 'svc auth add-token'): AccessAnswer {
   const target = scopeKey(scope);
   if ('closedByDefault' in decision && decision.closedByDefault && decision.outcome !== 'granted' && decision.outcome !== 'granted-identity') {
-    // No scope of the store covers this path: svc-auth denies it by default (ACCESS-RULES.md).
+    // No scope of the store covers this path: svc-auth denies it by default (docs/access-rules.md).
     return {
       granted: false,
       outcome: decision.outcome,
-      reason: `${target} is closed by default (Closed, 0 tokens (default)): no token of a scope covering it exists; add one with svc auth add-token ${scopeArgs(scope)}`,
+      reason: `${target} is closed by default (Closed, 0 tokens (default)): no token of a scope covering it exists; add one with ${addToken} ${scopeArgs(scope)}`,
       governing: [target],
       ...('tokenId' in decision && decision.tokenId !== undefined ? { tokenId: decision.tokenId } : {}),
     };
@@ -128,7 +128,7 @@ export async function hasAccess(ctx: CommandContext, tokenArg: string | undefine
     // Imported (wis2box-auth) tokens are PBKDF2 hashes the SHA-256 lookup cannot find: checked apart.
     ? decideImportedSync(index.value, decideForScope(index.value, scope, token, ctx.io.now(), ctx.openPathsByDefault), token, ctx.io.now())
     : decideForScopeAs(index.value, scope, { issuer: '', user: options.user!, groups }, ctx.io.now(), ctx.openPathsByDefault);
-  const answer = explain(scope, decision);
+  const answer = explain(scope, decision, followUp(ctx, 'add-token'));
   if (options.output === 'text') {
     ctx.io.out(`${answer.granted ? 'granted' : 'denied'}: ${answer.reason}\n`);
   } else {

@@ -8,7 +8,7 @@ import { closedByFlag, hashToken, importedIdOf, scopeKey, stateOf, TOKEN_ID_PATT
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import { followUp, scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface RemoveOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
@@ -79,7 +79,7 @@ export async function removeTokens(ctx: CommandContext, options: RemoveOptions):
   });
   const left = remaining(result.objects);
   const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects));
-  const now = state.state === 'Open' ? 'it is open' : state.by === 'subjects' ? 'it stays closed (it grants subjects: svc auth show lists them)' : state.by === 'flag' ? 'it stays closed (closed: true; svc auth open clears it)' : 'it stays closed by default (nothing executes or writes until a token grants it)';
+  const now = state.state === 'Open' ? 'it is open' : state.by === 'subjects' ? `it stays closed (it grants subjects: ${followUp(ctx, 'show')} lists them)` : state.by === 'flag' ? `it stays closed (closed: true; ${followUp(ctx, 'open')} clears it)` : 'it stays closed by default (nothing executes or writes until a token grants it)';
   const text =
     removed.length === 0
       ? `${scopeLabel(scope)} had no tokens: ${now} (${store.where})`
@@ -104,7 +104,7 @@ export async function removeToken(ctx: CommandContext, tokenArg: string | undefi
     match = { id: tokenIdOf(hash), hash, token };
   }
   const store = await ctx.openStore();
-  const hint = `${ctx.commandPath.replace(/remove-token$/, 'show')} ${scopeArgs(scope)}`;
+  const hint = `${followUp(ctx, 'show')} ${scopeArgs(scope)}`;
   const result = await store.update(scope, removeOneMutation(scope, match, hint));
   const left = remaining(result.objects);
   const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects));

@@ -11,7 +11,7 @@ import {
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+import { followUp, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
 
 export interface SubjectOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
@@ -64,7 +64,7 @@ async function edit(ctx: CommandContext, options: SubjectOptions, add: boolean):
   const scope = scopeFromFlags(options, ctx.commandPath);
   const subject = subjectFrom(ctx, options);
   const store = await ctx.openStore();
-  const hint = `svc auth show ${scopeArgs(scope)}`;
+  const hint = `${followUp(ctx, 'show')} ${scopeArgs(scope)}`;
   const result = await store.update(scope, add ? addSubjectMutation(scope, subject, store.namespace) : removeSubjectMutation(scope, subject, hint));
   const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
   const subjects = mergeSubjects(result.objects.map(subjectsOf));

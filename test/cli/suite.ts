@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashToken, tokenIdOf, type ProtectedScope } from '../../core/index.js';
 import { makeWis2boxAuthStore, type StoreRow } from '../support/wis2box-auth-store.js';
+import { shellWord } from '../../cli/program.js';
 import { FIXED_NOW, removeDir, svc, tempDir, type Result, type RunOptions } from './harness.js';
 
 export interface BackendFixture {
@@ -64,7 +65,8 @@ export function runSuite(fixture: BackendFixture): void {
   let globals: string[] = [];
   const cli = (args: readonly string[], options: RunOptions = {}): Promise<Result> => svc([...globals, ...args], options);
   const scrub = (text: string) => {
-    const out = text.split(fixture.where()).join('<store>');
+    // The store flags are repeated in the commands printed to run next: one placeholder, as the store's name.
+    const out = text.split(fixture.where()).join('<store>').split(globals.map(shellWord).join(' ')).join('<store flags>');
     const ns = fixture.namespace?.();
     return ns ? out.replace(new RegExp(`\\b${ns}\\b`, 'g'), '<namespace>') : out;
   };
@@ -145,6 +147,30 @@ export function runSuite(fixture: BackendFixture): void {
       const text = await cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, '--dry-run']);
       expect(scrubbed(text)).toMatchSnapshot();
       expect(await fixture.state()).toEqual(before);
+    });
+
+    it('--dry-run in text never treats the token as stored: no "store this token", no removal command, no token', async () => {
+      for (const args of [[], [T1]]) {
+        const r = await cli(['auth', 'add-token', '--path', 'processes/svc', ...args, '--dry-run']);
+        expect(r.code).toBe(0);
+        const said = r.stdout + r.stderr;
+        expect(said).not.toMatch(/store (this|the) token/i);
+        expect(said).not.toContain('remove-token');
+        expect(/svc_[A-Za-z0-9]{49}/.test(said) || said.includes(T1)).toBe(false);
+        expect(said).toContain('Dry run: nothing was written.');
+      }
+    });
+
+    it('the commands it prints to run next keep the store flags given', async () => {
+      const store = globals.map(shellWord).join(' ');
+      const added = await cli(['auth', 'add-token', '--path', 'processes/svc']);
+      expect(added.stderr).toContain(`Remove it with: svc ${store} auth remove-token --path processes/svc --id `);
+      const missing = await cli(['auth', 'remove-token', '--path', 'processes/svc', '--id', '0123456789ab']);
+      expect(missing.stderr).toContain(`list the ids with svc ${store} auth show --path processes/svc`);
+      const denied = await cli(['auth', 'has-access-topic', '--path', 'processes/other', T1]);
+      expect(denied.stdout).toContain(`add one with svc ${store} auth add-token --path processes/other`);
+      const asKubectl = await cli(['auth', 'add-token', '--path', 'processes/svc'], { programName: 'kubectl svc', seed: 'kubectl' });
+      expect(asKubectl.stderr).toContain(`Remove it with: kubectl svc ${store} auth remove-token --path processes/svc --id `);
     });
 
     it('refuses a token the scope already has (exit 1, unchanged)', async () => {
@@ -272,7 +298,7 @@ export function runSuite(fixture: BackendFixture): void {
 
     it('refuses an unknown id or token (exit 1) and a malformed id (exit 2), store unchanged', async () => {
       expect((await cli(['auth', 'add-token', '--path', 'processes/svc', T1])).code).toBe(0);
-      await refused(['auth', 'remove-token', '--path', 'processes/svc', '--id', '0123456789ab'], 1, /no token with id 0123456789ab in path:processes\/svc: list the ids with svc auth show --path processes\/svc/);
+      await refused(['auth', 'remove-token', '--path', 'processes/svc', '--id', '0123456789ab'], 1, /no token with id 0123456789ab in path:processes\/svc: list the ids with svc .*auth show --path processes\/svc/);
       const r = await refused(['auth', 'remove-token', '--path', 'processes/svc', T2], 1, /the given token \(id [0-9a-f]{12}\) is not a token of path:processes\/svc/);
       expect(r.stderr).not.toContain(T2);
       await refused(['auth', 'remove-token', '--path', 'processes/svc', '--id', 'xyz'], 2, /--id: "xyz" is not a token id/);
@@ -316,7 +342,7 @@ export function runSuite(fixture: BackendFixture): void {
       const before = await fixture.state();
       const r = await cli(['auth', 'remove-subject', '--path', 'processes/svc', '--user', 'bob']);
       expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(/user bob is not a subject of path:processes\/svc: list the subjects with svc auth show --path processes\/svc \(nothing was changed\)/);
+      expect(r.stderr).toMatch(/user bob is not a subject of path:processes\/svc: list the subjects with svc .*auth show --path processes\/svc \(nothing was changed\)/);
       expect(await fixture.state()).toEqual(before);
     });
 
@@ -346,7 +372,7 @@ export function runSuite(fixture: BackendFixture): void {
       expect(denied.code).toBe(1);
       // remove-tokens leaves it closed, and says so.
       expect((await cli(['auth', 'add-token', '--metadata-id', DS, T1])).code).toBe(0);
-      expect((await cli(['auth', 'remove-tokens', '--metadata-id', DS])).stdout).toMatch(/it stays closed \(closed: true; svc auth open clears it\) now/);
+      expect((await cli(['auth', 'remove-tokens', '--metadata-id', DS])).stdout).toMatch(/it stays closed \(closed: true; svc .*auth open clears it\) now/);
       const opened = scrubbed(await cli(['auth', 'open', '--metadata-id', DS, '-o', 'json']));
       expect(JSON.parse(opened.stdout)).toMatchObject({ written: [expect.any(String)], state: 'Open', tokens: 0 });
       expect((await fixture.objects())[0]!.spec).toEqual({ metadataId: DS, tokens: [] });

@@ -1,5 +1,5 @@
 /**
- * svc-auth end to end through a real nginx (ACCESS-RULES.md, ARCHITECTURE.md "Real components"): two
+ * svc-auth end to end through a real nginx (docs/access-rules.md, docs/architecture.md "The real components the tests run"): two
  * nginx configurations, one mirroring ingress-nginx's `auth-url`, one the original's `auth_request
  * /authorize`, in front of a static WAF tree and a stand-in OGC API. Every request goes over a raw socket,
  * so attack paths reach nginx byte for byte. Tokens are generated per run and never appear in a test name
@@ -270,7 +270,7 @@ const API_ATTACKS: readonly Attack[] = [
   { name: 'stations token, execution via collections/stations/../../', ...post, target: '/oapi/collections/stations/../../processes/svc-synop2bufr/execution', token: 'stations', marker: 'oapi' },
 ];
 
-// Ambiguous or broken input fails closed (ACCESS-RULES.md): target headers that disagree (the spoofed
+// Ambiguous or broken input fails closed (docs/access-rules.md): target headers that disagree (the spoofed
 // X-Original-URL above, through the recipe that does not clear it), method overrides, case variants, `#`.
 const FAIL_CLOSED_ATTACKS: readonly Attack[] = [
   { name: 'case variant: a topic level in upper case', target: T.replace('/origin/a/', '/Origin/A/'), marker: 'topicFile' },

@@ -3,11 +3,12 @@
 // configured as ingress-nginx's auth-url to svc-auth running with --oidc-issuer. A topic is closed by subjects only:
 // user alice, group wis2-ops. Every rejection case of the issue, then key rotation and the provider going down.
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dumpManifests, newProtectedScope, scopeObjectName } from '../../core/index.js';
+import { dumpManifests, formatGeneratedToken, hashToken, newProtectedScope, scopeObjectName, tokenIdOf } from '../../core/index.js';
 import { buildWafTree, TOPIC, WAF, type WafTree } from './support/fixtures.js';
 import { freePorts } from '../support/ports.js';
 import { sleep } from '../support/wait.js';
@@ -157,4 +158,71 @@ suite('single sign-on through nginx and svc-auth, with a real OpenID provider', 
     expect(secrets.length).toBeGreaterThan(8);
     for (const s of secrets) expect(out.includes(s) || out.includes(s.split('.')[2]!)).toBe(false);
   }, 30_000);
+});
+
+// Issue 27 item 3, through the real process: svc-auth as a child process with --oidc-issuer, asked directly on its
+// nginx endpoint (no nginx needed); the credentials expire sooner than --cache-max-age (600 s here), so exp is the bound.
+describe('a grant is cacheable no longer than its credential lives (svc-auth process, real OpenID provider)', () => {
+  const secrets: string[] = [];
+  let base: string;
+  let idp: OidcProvider;
+  let auth: SvcAuth;
+  /** A token of the store that expires in 300 s, sooner than --cache-max-age (600 s). */
+  const soonToken = formatGeneratedToken(randomBytes(32));
+  let soonExp = 0;
+
+  beforeAll(async () => {
+    base = mkdtempSync(join(tmpdir(), 'svc-oidc-cache-'));
+    const scopes = join(base, 'scopes');
+    mkdirSync(scopes);
+    secrets.push(soonToken);
+    idp = new OidcProvider({ users: USERS, clients: CLIENTS, idTokenTtl: 60 });
+    await idp.start();
+    soonExp = Math.floor(Date.now() / 1000) + 300;
+    const hash = hashToken(soonToken);
+    const record = { id: tokenIdOf(hash), hash, createdAt: new Date().toISOString(), expiresAt: new Date(soonExp * 1000).toISOString() };
+    const object = newProtectedScope(TOPIC, scopeObjectName(TOPIC), undefined, [record]);
+    writeFileSync(join(scopes, `${object.metadata.name}.yaml`), dumpManifests([{ ...object, spec: { ...object.spec, subjects: [{ kind: 'User', name: `${idp.issuer}#alice` }] } }]));
+    const [port, metrics] = (await freePorts(2)) as [number, number];
+    auth = new SvcAuth({ scopesDir: scopes, port, metricsPort: metrics, secrets, extraArgs: ['--oidc-issuer', idp.issuer, '--oidc-audience', 'svc-data', '--cache-max-age', '600'] });
+    await auth.start();
+  }, 120_000);
+
+  afterAll(async () => {
+    await auth?.stop();
+    await idp?.stop();
+    if (base) rmSync(base, { recursive: true, force: true });
+  });
+
+  /** The answer on the nginx endpoint, and the most seconds it may be cached: the credential's exp less the clock before asking. */
+  const ask = async (credential: string, exp: number) => {
+    const before = Date.now();
+    const res = await fetch(`http://127.0.0.1:${auth.port}/authz/auth-request`, {
+      headers: { 'X-Original-URL': `http://data.example.org${WAF.topicFile}`, 'X-Original-Method': 'GET', authorization: `Bearer ${credential}` },
+    });
+    await res.arrayBuffer();
+    return { status: res.status, accel: Number(res.headers.get('x-accel-expires')), cacheControl: res.headers.get('cache-control'), most: Math.max(0, exp - Math.floor(before / 1000)) };
+  };
+
+  it('a JWT whose exp is sooner than --cache-max-age: X-Accel-Expires within exp, first and when decided from the verification cache', async () => {
+    const jwt = await idp.idToken('alice', USERS.alice.password, 'svc-data');
+    secrets.push(jwt);
+    const exp = (JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp;
+    expect(exp * 1000 - Date.now()).toBeLessThan(600_000); // sooner than --cache-max-age: the bound that matters is exp
+    const answers = [await ask(jwt, exp), await ask(jwt, exp)];
+    for (const a of answers) {
+      expect([a.status, a.cacheControl]).toEqual([200, 'no-store']);
+      expect(a.accel).toBeGreaterThan(0); // still cacheable (for tens of seconds): bounded, not switched off
+      expect(a.accel).toBeLessThanOrEqual(a.most);
+    }
+    for (const s of secrets) expect(auth.output.includes(s)).toBe(false);
+  });
+
+  it('a token whose expiry is sooner than --cache-max-age: the same bound', async () => {
+    for (const a of [await ask(soonToken, soonExp), await ask(soonToken, soonExp)]) {
+      expect([a.status, a.cacheControl]).toEqual([200, 'no-store']);
+      expect(a.accel).toBeGreaterThan(0);
+      expect(a.accel).toBeLessThanOrEqual(a.most);
+    }
+  });
 });

@@ -254,7 +254,7 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through every p
         expect(none.body.includes(RESULT) || other.body.includes(RESULT)).toBe(false);
       });
 
-      // ACCESS-RULES.md: a process no `processes/<prefix>` scope covers is closed by default, and a
+      // docs/access-rules.md: a process no `processes/<prefix>` scope covers is closed by default, and a
       // processes/svc token does not open other-process or svcx: 401 without a token, 403 with it.
       it.each(['other-process', 'svcx'])('%s is not under processes/svc: closed by default, that token does not open it', async (id) => {
         const without = await send(proxy, execute(id));

@@ -10,8 +10,9 @@ import * as k8s from '@kubernetes/client-node';
 import { load } from 'js-yaml';
 import { installCrds, repoRoot } from '../controlplane/controlplane.js';
 import { describeCluster, kubeConfig, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
-import { CHART_DIR, helmBinary, helmLint, helmTemplate, ofKind, parseManifests, type Manifest } from '../stack/helm.js';
+import { CHART_DIR, helmBinary, helmLint, helmTemplate, ofKind, parseManifests, runHelm, type Manifest } from '../stack/helm.js';
 import { applyManifests } from '../stack/kubectl.js';
+import { ROLE_LABEL, SNAPSHOT_LABEL, shardConfigMapName } from '../../k8s/snapshot-objects.js';
 
 const CRD_SOURCE = join(repoRoot, 'crds', 'protectedscope.yaml');
 const CRD_CHART_COPY = join(CHART_DIR, 'files', 'protectedscope.yaml');
@@ -56,6 +57,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
         refusalSurgeFactor: 3, refusalSurgeMinRate: 1, malformedSurgeFactor: 3, malformedSurgeMinRate: 0.2, tokenExpiryWindow: '24h' },
     },
     grafanaDashboard: { enabled: true, labels: { grafana_dashboard: '1' }, annotations: { grafana_folder: 'svc' } },
+    dataOwnerRole: { enabled: true, subjects: [{ kind: 'Group', name: 'data-owners' }, { kind: 'User', name: 'alice@example.org' }, { kind: 'ServiceAccount', name: 'gitops', namespace: 'argocd' }] },
   },
   'moving off ingress-nginx': { networkPolicy: { proxyNamespaces: ['ingress-nginx', 'traefik'] } },
   minimal: {
@@ -64,6 +66,8 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
     operator: { leaderElect: false },
     management: { enabled: false },
     networkPolicy: { enabled: false },
+    snapshotAdmissionPolicy: { enabled: false },
+    dataOwnerRole: { enabled: false },
   },
 };
 
@@ -88,6 +92,8 @@ const REJECTED: [string, Record<string, unknown> | undefined, string[] | undefin
   ['a misspelt threshold', { prometheusRule: { thresholds: { errorWindows: '5m' } } }, undefined, /additional properties 'errorWindows' not allowed/],
   ['an extra rule without an expression', { prometheusRule: { extraRules: [{ alert: 'X' }] } }, undefined, /extraRules/],
   ['a dashboard namespace that is no namespace name', { grafanaDashboard: { namespace: 'Monitoring_NS' } }, undefined, /namespace/],
+  ['an unknown key of the snapshot admission policy', { snapshotAdmissionPolicy: { enabled: true, failurePolicy: 'Ignore' } }, undefined, /additional properties 'failurePolicy' not allowed/],
+  ['a data owner subject of an unknown kind', { dataOwnerRole: { subjects: [{ kind: 'Team', name: 'x' }] } }, undefined, /kind/],
 ];
 
 interface Container {
@@ -140,6 +146,9 @@ function hardeningProblems(m: Manifest): string[] {
   return problems;
 }
 
+/** The chart's cluster-scoped objects: the CRD, and the admission policy and its binding (named after the namespace). */
+const CLUSTER_KINDS = new Set(['CustomResourceDefinition', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+
 const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob', 'ReplicaSet', 'Pod']);
 
 describeCluster('Helm chart charts/svc', () => {
@@ -177,19 +186,22 @@ describeCluster('Helm chart charts/svc', () => {
         'Deployment/svc-auth', 'Deployment/svc-management', 'Deployment/svc-operator',
         'NetworkPolicy/svc-auth', 'NetworkPolicy/svc-management', 'NetworkPolicy/svc-operator',
         'PodDisruptionBudget/svc-auth',
-        'Role/svc-auth', 'Role/svc-management', 'Role/svc-operator',
+        'Role/svc-auth', 'Role/svc-data-owner', 'Role/svc-management', 'Role/svc-operator',
         'RoleBinding/svc-auth', 'RoleBinding/svc-management', 'RoleBinding/svc-operator',
         'Service/svc-auth', 'Service/svc-operator-metrics',
         'ServiceAccount/svc-auth', 'ServiceAccount/svc-management', 'ServiceAccount/svc-operator',
+        `ValidatingAdmissionPolicy/svc-snapshot-writer.${namespace}`, `ValidatingAdmissionPolicyBinding/svc-snapshot-writer.${namespace}`,
       ]);
     });
 
     it('renders the optional objects when asked, and leaves them out when not', () => {
       const on = all('everything on').map((m) => `${m.kind}/${m.metadata.name}`);
       expect(on).toEqual(expect.arrayContaining(['HorizontalPodAutoscaler/svc-auth', 'ServiceMonitor/svc-auth', 'ServiceMonitor/svc-operator',
-        'PrometheusRule/svc-access-control', 'ConfigMap/svc-access-control-dashboard']));
+        'PrometheusRule/svc-access-control', 'ConfigMap/svc-access-control-dashboard', 'RoleBinding/svc-data-owner']));
       const minimal = all('minimal').map((m) => m.kind);
-      for (const kind of ['CustomResourceDefinition', 'NetworkPolicy', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap']) expect(minimal).not.toContain(kind);
+      for (const kind of ['CustomResourceDefinition', 'NetworkPolicy', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap',
+        'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']) expect(minimal).not.toContain(kind);
+      expect(ofKind(all('minimal'), 'Role', 'svc-data-owner')).toHaveLength(0);
       expect(ofKind(all('minimal'), 'Deployment', 'svc-management')).toHaveLength(0);
       expect(ofKind(all('minimal'), 'ServiceAccount', 'svc-management')).toHaveLength(0);
       expect(ofKind(all('minimal'), 'Role', 'svc-management')).toHaveLength(0);
@@ -197,7 +209,7 @@ describeCluster('Helm chart charts/svc', () => {
 
     it.each(sets)('puts every namespaced object of the %s values in the release namespace', (name) => {
       for (const m of all(name)) {
-        if (m.kind === 'CustomResourceDefinition') expect(m.metadata.namespace).toBeUndefined();
+        if (CLUSTER_KINDS.has(m.kind)) expect(m.metadata.namespace).toBeUndefined();
         else expect(`${m.kind}/${m.metadata.name} in ${m.metadata.namespace}`).toBe(`${m.kind}/${m.metadata.name} in ${namespace}`);
       }
     });
@@ -246,7 +258,35 @@ describeCluster('Helm chart charts/svc', () => {
       expect(noAudience.stderr).toMatch(/oidc\/audiences/);
     });
 
+    it('renders the snapshot admission policy for the release namespace, the snapshot\'s names and labels and the operator\'s ServiceAccount', () => {
+      type Policy = Manifest & { spec: { failurePolicy: string; matchConstraints: { namespaceSelector: unknown; resourceRules: unknown[] }; matchConditions: { expression: string }[]; validations: { expression: string }[] } };
+      type Binding = Manifest & { spec: { policyName: string; validationActions: string[]; matchResources: { namespaceSelector: unknown } } };
+      for (const [set, snapshot] of [['defaults', 'svc-auth-snapshot'], ['everything on', 'svc-snap']] as const) {
+        const name = `svc-snapshot-writer.${namespace}`;
+        const policy = ofKind(all(set), 'ValidatingAdmissionPolicy', name)[0] as Policy;
+        const binding = ofKind(all(set), 'ValidatingAdmissionPolicyBinding', name)[0] as Binding;
+        const inNamespace = { matchLabels: { 'kubernetes.io/metadata.name': namespace } };
+        expect(policy.apiVersion).toBe('admissionregistration.k8s.io/v1');
+        expect(policy.spec.failurePolicy).toBe('Fail');
+        expect(policy.spec.matchConstraints).toEqual({ namespaceSelector: inNamespace,
+          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE', 'DELETE'], resources: ['configmaps'] }] });
+        expect(binding.spec).toEqual({ policyName: name, validationActions: ['Deny'], matchResources: { namespaceSelector: inNamespace } });
+        const condition = policy.spec.matchConditions.map((c) => c.expression).join(' ');
+        for (const text of ['[object, oldObject]', `'${snapshot}'`, `'^${snapshot}-[0-9a-f]{16}$'`, `'${SNAPSHOT_LABEL}'`, `'${ROLE_LABEL}'`]) expect(condition).toContain(text);
+        expect(shardConfigMapName(snapshot, 'ab'.repeat(32))).toMatch(new RegExp(`^${snapshot}-[0-9a-f]{16}$`));
+        expect(policy.spec.validations[0]!.expression).toContain(`request.userInfo.username == 'system:serviceaccount:${namespace}:svc-operator'`);
+      }
+    });
+
     it('refuses contradictory values with a message', () => {
+      const unbound = helmTemplate(helm, { namespace, values: { dataOwnerRole: { enabled: false, subjects: [{ kind: 'Group', name: 'data-owners' }] } } });
+      expect(unbound.status).not.toBe(0);
+      expect(unbound.stderr).toContain('dataOwnerRole.subjects needs dataOwnerRole.enabled=true');
+      // The admission policy needs its API (GA in 1.30): an older cluster is told to turn it off, and may.
+      const old = runHelm(helm, ['template', 'svc', CHART_DIR, '--namespace', namespace, '--kube-version', '1.29.0']);
+      expect(old.status).not.toBe(0);
+      expect(old.stderr).toContain('snapshotAdmissionPolicy.enabled=true needs Kubernetes >= 1.30');
+      expect(runHelm(helm, ['template', 'svc', CHART_DIR, '--namespace', namespace, '--kube-version', '1.29.0', '--set', 'snapshotAdmissionPolicy.enabled=false']).status).toBe(0);
       const twoWriters = helmTemplate(helm, { namespace, values: { operator: { replicas: 2, leaderElect: false } } });
       expect(twoWriters.status).not.toBe(0);
       expect(twoWriters.stderr).toContain('operator.replicas > 1 needs operator.leaderElect=true');
@@ -287,7 +327,7 @@ describeCluster('Helm chart charts/svc', () => {
     it.each(sets)('are namespaced Roles and RoleBindings only, each bound to its own ServiceAccount (%s)', (name) => {
       const m = all(name);
       expect(m.filter((o) => /^Cluster(Role|RoleBinding)$/.test(o.kind))).toEqual([]);
-      for (const rb of ofKind(m, 'RoleBinding')) {
+      for (const rb of ofKind(m, 'RoleBinding').filter((b) => b.metadata.name !== 'svc-data-owner')) {
         const b = rb as Manifest & { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace: string }[] };
         expect(b.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: rb.metadata.name });
         expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: rb.metadata.name, namespace }]);
@@ -300,6 +340,19 @@ describeCluster('Helm chart charts/svc', () => {
         }
       }
       for (const sa of ofKind(m, 'ServiceAccount')) expect(sa.automountServiceAccountToken).toBe(false);
+    });
+
+    it('gives data owners ProtectedScopes and nothing else, bound to the subjects of the values (or to none)', () => {
+      const role = ofKind(all('defaults'), 'Role', 'svc-data-owner')[0] as Manifest & { rules: unknown[] };
+      expect(role.rules).toEqual([{ apiGroups: ['auth.svc.io'], resources: ['protectedscopes'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }]);
+      expect(ofKind(all('defaults'), 'RoleBinding', 'svc-data-owner')).toHaveLength(0);
+      const binding = ofKind(all('everything on'), 'RoleBinding', 'svc-data-owner')[0] as Manifest & { roleRef: unknown; subjects: unknown[] };
+      expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'svc-data-owner' });
+      expect(binding.subjects).toEqual([
+        { kind: 'Group', name: 'data-owners', apiGroup: 'rbac.authorization.k8s.io' },
+        { kind: 'User', name: 'alice@example.org', apiGroup: 'rbac.authorization.k8s.io' },
+        { kind: 'ServiceAccount', name: 'gitops', namespace: 'argocd' },
+      ]);
     });
 
     it('restricts the operator\'s Lease rule to its own Lease by name', () => {

@@ -257,7 +257,7 @@ export class AuthProcess extends Program {
   }
 }
 
-/** The WAF path of a file under a topic (see ACCESS-RULES.md). */
+/** The WAF path of a file under a topic (see docs/access-rules.md). */
 export function topicFile(topic: string): string {
   return `/data/2026-11-21/wis/${topic.replaceAll('.', '/')}/x.bufr4`;
 }

@@ -1,4 +1,4 @@
-// Broken edits of a manifest file, generated rather than listed (ACCESS-RULES.md: a manifest that cannot be
+// Broken edits of a manifest file, generated rather than listed (docs/access-rules.md: a manifest that cannot be
 // read exactly is invalid, and only deleting a file removes a scope), and the judge of what a mutation may
 // change. Shared by core's test (the pure pipeline) and svc-auth's (the real --scopes-dir source).
 import {

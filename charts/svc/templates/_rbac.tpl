@@ -46,3 +46,19 @@ reads the CRD, and no Secrets, Pods or other namespaces. */}}
   resources: ["protectedscopes"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 {{- end -}}
+
+{{/* The data owners' Role (svc-data-owner, bound by the cluster's admin to people, not to a component):
+whoever holds it decides who gets in by editing ProtectedScopes, the same and only grant svc-management has.
+No ConfigMaps (the snapshot), Secrets, pods, exec or impersonation: docs/access-rules.md, "Who can change who
+gets in". */}}
+{{- define "svc.rbac.dataOwnerRules" -}}
+{{ include "svc.rbac.managementRules" . }}
+{{- end -}}
+
+{{/* The Role for data owners (templates/data-owner-role.yaml); fixed like the components' names, so the documented
+`kubectl create rolebinding ... --role=svc-data-owner` works as written. */}}
+{{- define "svc.dataOwnerName" -}}svc-data-owner{{- end -}}
+
+{{/* The ValidatingAdmissionPolicy that keeps the snapshot the operator's, and its binding
+(templates/snapshot-admission-policy.yaml): cluster-scoped objects, so one name per release namespace. */}}
+{{- define "svc.snapshotPolicyName" -}}{{ printf "svc-snapshot-writer.%s" .Release.Namespace }}{{- end -}}

@@ -15,7 +15,7 @@ import { ensureVenv, type PyTool } from './pyvenv.js';
  */
 export const PYGEOAPI: PyTool = { name: 'pygeoapi', version: '0.21.0', requirements: ['pygeoapi==0.21.0'] };
 
-/** Collections served: the ids are what svc-auth matches (ACCESS-RULES.md). */
+/** Collections served: the ids are what svc-auth matches (docs/access-rules.md). */
 export const COLLECTIONS = {
   topic: 'origin.a.wis2.mw-met.data.core.weather',
   dataset: 'urn:wmo:md:mw-met:obs',

@@ -1,0 +1,113 @@
+// The chart's NOTES.txt, as helm renders it, agrees with what it describes: every `svc` command in it parses with the
+// CLI's commander tree (nothing runs), every ingress annotation and proxy setting it shows is what the manifests in
+// deploy/ set (rendered as release svc in namespace svc, the manifests' own assumption), it leaves out none of the
+// ingress-nginx annotations deploy/ sets, and the annotations the documentation quotes from the chart's objects are
+// the ones helm renders. helm renders NOTES.txt only at install time: here a copy of the chart renders it into a
+// ConfigMap through `include`, with the chart's own template engine.
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { load } from 'js-yaml';
+import { annotationMentions, annotationMismatch, deployAnnotations, manifestSettings, refusal, settingMismatches, textExamples } from '../docs/examples.js';
+import { read, trackedFiles } from '../docs/markdown.js';
+import { CHART_DIR, helmBinary, helmTemplate, parseManifests, runHelm, type Manifest } from '../stack/helm.js';
+
+const files = trackedFiles();
+const DEPLOY_MANIFESTS = files.filter((f) => f.startsWith('deploy/') && /\.ya?ml$/.test(f));
+const PROXY_MANIFESTS = DEPLOY_MANIFESTS.filter((f) => /^deploy\/(ingress-nginx|traefik|gateway-api)\//.test(f));
+const DOCS = files.filter((f) => f === 'README.md' || f === 'deploy/README.md' || (f.startsWith('docs/') && f.endsWith('.md')));
+
+const VALUE_SETS: Record<string, Record<string, unknown>> = {
+  defaults: {},
+  'without svc-management': { management: { enabled: false } },
+  'moving off ingress-nginx': { networkPolicy: { proxyNamespaces: ['ingress-nginx', 'traefik'] } },
+  'no NetworkPolicy': { networkPolicy: { enabled: false } },
+};
+
+const work = mkdtempSync(join(tmpdir(), 'svc-notes-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** NOTES.txt of the chart rendered with `values`, as release svc in namespace svc. */
+function renderNotes(helm: string, values: Record<string, unknown>): string {
+  const chart = join(work, 'chart');
+  const valuesFile = join(work, 'values.json');
+  writeFileSync(valuesFile, JSON.stringify(values));
+  const r = runHelm(helm, ['template', 'svc', chart, '--namespace', 'svc', '-f', valuesFile, '--show-only', 'templates/zz-rendered-notes.yaml']);
+  if (r.status !== 0) throw new Error(`helm template failed:\n${r.stderr}`);
+  const [cm] = parseManifests(r.stdout) as (Manifest & { data: Record<string, string> })[];
+  return cm!.data['NOTES.txt']!;
+}
+
+describe('the chart NOTES.txt, rendered', () => {
+  let helm = '';
+  const notes = new Map<string, string>();
+
+  beforeAll(async () => {
+    helm = await helmBinary();
+    cpSync(CHART_DIR, join(work, 'chart'), { recursive: true });
+    writeFileSync(
+      join(work, 'chart', 'templates', 'zz-rendered-notes.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rendered-notes\ndata:\n  NOTES.txt: |\n{{ include "svc/templates/NOTES.txt" . | indent 4 }}\n',
+    );
+    for (const [name, values] of Object.entries(VALUE_SETS)) notes.set(name, renderNotes(helm, values));
+  }, 15 * 60_000);
+
+  const sets = Object.keys(VALUE_SETS);
+
+  it.each(sets)('with the %s values: every svc command parses with the CLI', async (name) => {
+    const examples = textExamples(notes.get(name)!, `NOTES.txt (${name})`);
+    expect(examples.length).toBeGreaterThan(0);
+    const refused: string[] = [];
+    for (const e of examples) {
+      const why = await refusal(e.words);
+      if (why !== undefined) refused.push(`${e.where}: svc ${e.words.join(' ')}: ${why}`);
+    }
+    expect(refused).toEqual([]);
+  });
+
+  it.each(sets)('with the %s values: the ingress annotations are those of deploy/, all of them', (name) => {
+    const text = notes.get(name)!;
+    const manifests = deployAnnotations(DEPLOY_MANIFESTS);
+    const mentions = annotationMentions(text, `NOTES.txt (${name})`, false);
+    expect(mentions.map((m) => annotationMismatch(m, manifests)).filter((x) => x !== undefined)).toEqual([]);
+    const ingress = (load(read('deploy/ingress-nginx/ingress.yaml')) as Manifest).metadata.annotations!;
+    const shown = new Set(mentions.map((m) => m.key));
+    expect(Object.keys(ingress).filter((k) => !shown.has(k))).toEqual([]);
+  });
+
+  it.each(sets)('with the %s values: the proxy settings it shows are those of deploy/', (name) => {
+    // Indented `key: value` lines (the Traefik middleware's), read like the documentation's code spans.
+    const lines = notes.get(name)!.split('\n').map((l) => (/^\s+[A-Za-z_][\w.]*:\s+\S/.test(l) && !l.includes('ingress.kubernetes.io/') ? `\`${l.trim()}\`` : ''));
+    const settings = manifestSettings(PROXY_MANIFESTS);
+    expect(lines.filter((l) => l !== '').length).toBeGreaterThan(2);
+    expect(settingMismatches(lines.join('\n'), `NOTES.txt (${name})`, settings)).toEqual([]);
+  });
+
+  it('says which namespaces reach svc-auth as the values set them, and warns when nothing restricts it', () => {
+    expect(notes.get('defaults')).toContain('namespaces labelled {"kubernetes.io/metadata.name":"ingress-nginx"}');
+    expect(notes.get('moving off ingress-nginx')).toContain('only the namespaces ingress-nginx, traefik');
+    expect(notes.get('no NetworkPolicy')).toContain('WARNING: networkPolicy.enabled=false');
+  });
+});
+
+describe('annotations the documentation quotes from the chart', () => {
+  it('are rendered by the chart with those values', async () => {
+    const helm = await helmBinary();
+    const r = helmTemplate(helm, { namespace: 'svc' });
+    expect(r.status).toBe(0);
+    const rendered = new Map<string, Set<string>>();
+    for (const m of r.manifests) for (const [k, v] of Object.entries(m.metadata.annotations ?? {})) (rendered.get(k) ?? rendered.set(k, new Set()).get(k)!).add(v);
+    expect(rendered.get('helm.sh/resource-policy')).toEqual(new Set(['keep']));
+    const wrong: string[] = [];
+    for (const f of DOCS) {
+      readFileSync(join(CHART_DIR, '..', '..', f), 'utf8').split('\n').forEach((line, i) => {
+        for (const m of line.matchAll(/`([a-z0-9.-]+\.[a-z]+\/[A-Za-z0-9._-]+):\s*"?([^`"]+)"?`/g)) {
+          const values = rendered.get(m[1]!);
+          if (values && !values.has(m[2]!.trim())) wrong.push(`${f}:${i + 1}: ${m[1]}: ${m[2]}, but the chart renders ${[...values].join(' or ')}`);
+        }
+      });
+    }
+    expect(wrong).toEqual([]);
+  }, 15 * 60_000);
+});
