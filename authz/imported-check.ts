@@ -1,9 +1,10 @@
 /**
  * Where the auth pipeline meets imported (wis2box-auth) tokens: a decision that found no SHA-256 record for the
- * presented token ("unknown") is checked against the governing scopes' imported records, from memory when the
+ * presented token ("unknown"), or a value no svc token can be under a scope holding imported records (spaces, other
+ * than ASCII, over 512 characters: wis2box-auth took them), is checked against the governing scopes' imported records, from memory when the
  * token verified before, else off the event loop (./imported-tokens.ts). Every other decision passes unchanged.
  */
-import { importedCandidates, presentedToken, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type TokenSource } from '../core/index.js';
+import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type TokenSource } from '../core/index.js';
 import type { ImportedTokens } from './imported-tokens.js';
 
 type Unknown = Extract<Decision, { outcome: 'invalid-token' }>;
@@ -24,18 +25,18 @@ export function checkImported(
   tokens: ImportedTokens, current: () => AccessIndex | null, access: AccessConfig, req: { readonly target: string; readonly authorization: string | undefined },
   d: Decision, index: AccessIndex, now: number,
 ): Decision | Promise<Decision | null> | undefined {
-  if (d.outcome !== 'invalid-token' || d.why !== 'unknown') return undefined;
+  if (!triesImported(d)) return undefined;
   const candidates = importedCandidates(index, d.governing, now);
   // Nothing imported governs and nothing was ever verified: no imported token can change the answer.
   if (candidates.length === 0 && tokens.size === 0) return undefined;
-  const presented = presentedToken(access, req);
+  const presented = presentedImported(access, req);
   if (presented === undefined) return undefined;
-  const hit = candidates.length > 0 ? tokens.remembered(presented.token, candidates) : undefined;
+  const hit = candidates.length > 0 ? tokens.remembered(presented.value, candidates) : undefined;
   if (hit) return grantedBy(d, hit, presented.source);
-  const elsewhere = tokens.rememberedElsewhere(presented.token, index, now);
+  const elsewhere = tokens.rememberedElsewhere(presented.value, index, now);
   if (elsewhere) return { outcome: 'insufficient-scope', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault, tokenId: elsewhere.record.id };
   if (candidates.length === 0) return undefined;
-  return tokens.verify(presented.token, candidates).then((v) => {
+  return tokens.verify(presented.value, candidates).then((v) => {
     if (!v.ok) return v.busy ? null : d;
     // Granted only if the index in service after the derivation still holds the record (not revoked meanwhile).
     const after = current();

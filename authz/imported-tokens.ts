@@ -27,7 +27,7 @@ export const DEFAULT_IMPORTED_TOKENS: ImportedTokensOptions = { concurrency: 1, 
 
 export type ImportedVerdict = { readonly ok: true; readonly match: ImportedCandidate } | { readonly ok: false; readonly busy: boolean };
 
-function derive(token: string, record: ImportedRecord): Promise<boolean> {
+function derive(token: string | Buffer, record: ImportedRecord): Promise<boolean> {
   return new Promise((resolve, reject) => {
     pbkdf2(token, record.salt, record.iterations, record.key.length, 'sha256', (e, key) => (e ? reject(e) : resolve(timingSafeEqual(key, record.key))));
   });
@@ -44,12 +44,12 @@ export class ImportedTokens {
 
   constructor(private readonly options: ImportedTokensOptions = DEFAULT_IMPORTED_TOKENS) {}
 
-  private keyOf(token: string): string {
+  private keyOf(token: string | Buffer): string {
     return createHmac('sha256', this.secret).update(token).digest('base64');
   }
 
   /** The candidate a remembered token matched, if the index in service still holds its hash. */
-  remembered(token: string, candidates: readonly ImportedCandidate[]): ImportedCandidate | undefined {
+  remembered(token: string | Buffer, candidates: readonly ImportedCandidate[]): ImportedCandidate | undefined {
     const key = this.keyOf(token);
     const hashes = this.verified.get(key);
     if (hashes === undefined) return undefined;
@@ -62,7 +62,7 @@ export class ImportedTokens {
   }
 
   /** Derives the token against each candidate in turn, in a bounded slot; refuses at once when none is free. */
-  async verify(token: string, candidates: readonly ImportedCandidate[]): Promise<ImportedVerdict> {
+  async verify(token: string | Buffer, candidates: readonly ImportedCandidate[]): Promise<ImportedVerdict> {
     if (!(await this.acquire())) {
       this.busyRefusals++;
       return { ok: false, busy: true };
@@ -85,7 +85,7 @@ export class ImportedTokens {
    * holds it: "another scope's token" (403) as for a SHA-256 token. Only remembered tokens are told apart this
    * way: deriving a presented token against every scope's records would let wrong tokens cost that much each.
    */
-  rememberedElsewhere(token: string, index: AccessIndex, nowMs: number): ImportedCandidate | undefined {
+  rememberedElsewhere(token: string | Buffer, index: AccessIndex, nowMs: number): ImportedCandidate | undefined {
     const held = this.verified.get(this.keyOf(token));
     if (held === undefined) return undefined;
     for (const [hash, scope] of held) {

@@ -135,6 +135,7 @@ export class AuthMetrics {
   private expiryIndex: AccessIndex | null = null;
   private expiries: Float64Array | null = null;
   private logDrops: () => number = () => 0;
+  private importedBusy: () => number = () => 0;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -186,6 +187,7 @@ export class AuthMetrics {
     this.tokens = new Gauge({ name: 'svc_auth_snapshot_tokens', help: 'Token records in the snapshot in service.', registers });
     this.loadSeconds = new Gauge({ name: 'svc_auth_snapshot_load_seconds', help: 'Wall time the last successful reload took (read, verify, build).', registers });
     this.logDropsCounter(registers);
+    this.importedBusyCounter(registers);
     this.ready = new Gauge({ name: 'svc_auth_ready', help: '1 once a snapshot is loaded (and not draining), else 0.', registers });
     this.ready.set(0);
   }
@@ -266,6 +268,24 @@ export class AuthMetrics {
     });
   }
 
+  /**
+   * svc_auth_imported_token_busy_refusals_total, from the imported-token verifier at scrape time: requests refused
+   * because every PBKDF2 slot and queue place was taken (answered as unavailable, counted there too).
+   */
+  private importedBusyCounter(registers: Registry[]): void {
+    let pushed = 0;
+    const busy: Counter = new Counter({
+      name: 'svc_auth_imported_token_busy_refusals_total',
+      help: 'Requests presenting a token to check against imported (wis2box-auth PBKDF2) hashes, refused because every verification slot and queue place was taken.',
+      registers,
+      collect: () => {
+        const now = this.importedBusy();
+        if (now > pushed) busy.inc(now - pushed);
+        pushed = Math.max(pushed, now);
+      },
+    });
+  }
+
   /** The per-request part: two array increments and a bucket search. */
   /** A decision on a JWT credential (svc_auth_jwt_decisions_total), with why verification failed if it did. */
   jwtDecision(outcome: AnswerOutcome, failure?: string): void {
@@ -318,6 +338,11 @@ export class AuthMetrics {
   /** Where the log line drop count comes from (the logger's sink). */
   countLogDrops(source: () => number): void {
     this.logDrops = source;
+  }
+
+  /** Where the count of busy-slot refusals of imported-token verification comes from. */
+  countImportedBusy(source: () => number): void {
+    this.importedBusy = source;
   }
 
   setReady(ready: boolean): void {

@@ -161,8 +161,9 @@ function createDeciding(options: ServerOptions, cacheMaxAge: number, state: Snap
   // Keys are fetched in the background: svc-auth is ready without them (opaque tokens work; JWTs wait for keys).
   void oidc?.start();
   const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers, knownJwt: oidc.known.bind(oidc) } : options.access;
-  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge, ...(oidc ? { oidc } : {}),
-    imported: new ImportedTokens(options.importedTokens ?? DEFAULT_IMPORTED_TOKENS) });
+  const imported = new ImportedTokens(options.importedTokens ?? DEFAULT_IMPORTED_TOKENS);
+  metrics.countImportedBusy(() => imported.busyRefusals);
+  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge, ...(oidc ? { oidc } : {}), imported });
   return { auth, usage, refusals, oidc };
 }
 

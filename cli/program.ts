@@ -345,9 +345,10 @@ Examples:
 function importCommand(auth: Command, run: Runner): void {
   auth
     .command('import')
-    .description("import a wis2box-auth token store (its SQLite auth.db): one ProtectedScope per topic, each token's PBKDF2 hash kept as it is")
+    .description("import a wis2box-auth token store (its SQLite auth.db) into the scopes its topics map to, each token's PBKDF2 hash kept as it is; all or nothing, every row it cannot carry over named")
     .argument('<file>', 'the wis2box-auth store (WIS2BOX_AUTH_STORE, /data/wis2box/auth.db by default)')
     .option('--dry-run', 'say what would be imported, write nothing')
+    .option('--accept-narrower', 'import even where the protection becomes narrower than wis2box-auth\'s: rows of no scope are skipped, and a one-word topic keeps only the URL forms a scope can close (both listed)')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .action(run(async () => {
       const { importStore } = await import('./commands/import.js');

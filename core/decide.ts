@@ -115,7 +115,16 @@ export type Decision =
       readonly expiresAt: number;
     })
   | (Governed & { readonly outcome: 'no-token' })
-  | (Governed & { readonly outcome: 'invalid-token'; readonly why: 'malformed' | 'unknown' | 'expired' | 'jwt'; readonly tokenId?: string })
+  | (Governed & {
+      readonly outcome: 'invalid-token';
+      readonly why: 'malformed' | 'unknown' | 'expired' | 'jwt';
+      readonly tokenId?: string;
+      /**
+       * Set on a malformed credential when a governing scope holds imported (wis2box-auth) records: wis2box-auth
+       * took any value, so it is still checked against those (core/imported-decision.ts) before the answer stands.
+       */
+      readonly importable?: true;
+    })
   | (Governed & { readonly outcome: 'insufficient-scope'; readonly tokenId?: string; readonly issuer?: string; readonly user?: string });
 
 export type Outcome = Decision['outcome'];
@@ -228,7 +237,7 @@ function judge(index: AccessIndex, area: Area, path: string, scopes: readonly In
   if ('ok' in credential) return judgeIdentity(area, path, governing, closedByDefault, scopes, credential, nowMs);
   if (credential.kind === 'none') return { outcome: 'no-token', area, governing, path, closedByDefault };
   if (credential.kind === 'malformed' || credential.token.length > MAX_TOKEN_LENGTH) {
-    return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: 'malformed' };
+    return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: 'malformed', ...importable(scopes) };
   }
   // The length bound keeps hashing cheap whatever is sent; the format checks (printable, checksum) only
   // tell "malformed" from "unknown" for a token the index does not hold, so they run after the lookup.
@@ -252,7 +261,16 @@ function judge(index: AccessIndex, area: Area, path: string, scopes: readonly In
   for (let slot = table.first(digest); slot >= 0; slot = table.next(digest, slot)) {
     if (table.expiresAt(slot) > nowMs) return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, tokenId: tokenIdOfDigest(digest) };
   }
-  return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: isPlausibleToken(credential.token) ? 'unknown' : 'malformed' };
+  if (isPlausibleToken(credential.token)) return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: 'unknown' };
+  return { outcome: 'invalid-token', area, governing, path, closedByDefault, why: 'malformed', ...importable(scopes) };
+}
+
+const IMPORTABLE = { importable: true } as const;
+
+/** A value no svc token can be may still be a wis2box-auth one, where a governing scope holds imported records. */
+function importable(scopes: readonly IndexedScope[]): { readonly importable?: true } {
+  for (const s of scopes) if (s.imported !== undefined) return IMPORTABLE;
+  return {};
 }
 
 /**

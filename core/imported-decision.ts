@@ -4,8 +4,8 @@
  * itself is imported-hash.ts.
  */
 import { entryOf, type AccessIndex, type IndexedScope } from './access-index.js';
-import { extractCredential, type TokenSource } from './credentials.js';
-import type { AccessConfig, Decision } from './decide.js';
+import { importedCredential, MAX_IMPORTED_TOKEN_BYTES, type ImportedCredential } from './credentials.js';
+import type { AccessConfig, Decision, VerifyJwt } from './decide.js';
 import { matchesImported, type ImportedRecord } from './imported-hash.js';
 import { normalizeTarget } from './normalize.js';
 import { scopeKey, type Scope } from './scope.js';
@@ -26,12 +26,22 @@ export function importedCandidates(index: AccessIndex, governing: readonly Scope
   return out;
 }
 
-/** The token a request presents (query argument, Bearer, Basic password), as decide reads it; undefined for none. */
-export function presentedToken(config: Pick<AccessConfig, 'tokenParam'>, req: { readonly target: string; readonly authorization: string | undefined }): { token: string; source: TokenSource } | undefined {
+/**
+ * Whether a decision still waits on imported records: a token no SHA-256 record knows ("unknown"), or a value no
+ * svc token can be where a governing scope holds imported records (decide marks it `importable`).
+ */
+export function triesImported(d: Decision | VerifyJwt): d is Extract<Decision, { outcome: 'invalid-token' }> {
+  return d.outcome === 'invalid-token' && (d.why === 'unknown' || d.importable === true);
+}
+
+/**
+ * The value a request presents for imported records (query argument, Bearer, Basic password, from where decide
+ * reads the token), as wis2box-auth read it: importedCredential. Undefined for none.
+ */
+export function presentedImported(config: Pick<AccessConfig, 'tokenParam'>, req: { readonly target: string; readonly authorization: string | undefined }): ImportedCredential | undefined {
   const target = normalizeTarget(req.target);
   if (!target.ok) return undefined;
-  const c = extractCredential(target.query, req.authorization, config.tokenParam);
-  return c.kind === 'token' ? { token: c.token, source: c.source } : undefined;
+  return importedCredential(target.query, req.authorization, config.tokenParam);
 }
 
 /** Every indexed scope that holds imported records (topics walked through their trie). */
@@ -52,7 +62,8 @@ function* entriesWithImported(index: AccessIndex): Generator<IndexedScope> {
  * which a person running one command can spend but a server answering requests cannot (authz/imported-check.ts).
  */
 export function decideImportedSync(index: AccessIndex, d: Decision, token: string, nowMs: number): Decision {
-  if (d.outcome !== 'invalid-token' || d.why !== 'unknown') return d;
+  if (!triesImported(d)) return d;
+  if (Buffer.byteLength(token) > MAX_IMPORTED_TOKEN_BYTES) return d;
   for (const scope of d.governing) {
     const entry = entryOf(index, scope);
     const record = entry?.imported?.find((r) => matchesImported(token, r));

@@ -7,8 +7,6 @@
  * decision does with them is imported-decision.ts.
  */
 import { pbkdf2Sync, timingSafeEqual } from 'node:crypto';
-import { parseScope, type Scope } from './scope.js';
-import { err, ok, type Result } from './result.js';
 import { IMPORTED_HASH_PATTERN, isImportedHash, tokenIdOf, type ImportedHash, type TokenHash } from './token.js';
 
 /** wis2box-auth's parameters (wis2box_auth/base.py): what `svc auth import` expects to find. */
@@ -54,31 +52,9 @@ export function importedRecordsOf(tokens: readonly { readonly hash: TokenHash; r
 }
 
 /** Whether `token` is the one an imported record was derived from (constant-time comparison of the keys). */
-export function matchesImported(token: string, record: ImportedParams): boolean {
+export function matchesImported(token: string | Buffer, record: ImportedParams): boolean {
   const derived = pbkdf2Sync(token, record.salt, record.iterations, record.key.length, 'sha256');
   return timingSafeEqual(derived, record.key);
-}
-
-/**
- * The scope a wis2box-auth topic becomes. wis2box matched its topics as substrings of the request URI, so the
- * kinds are told apart by shape: a URN is a metadata id; `processes/…`, `collections/stations` and any other
- * value with a slash, or a single word (`wis2downloader`), a path; dotted levels a topic hierarchy.
- */
-export function scopeOfWis2boxTopic(topic: string): Result<Scope> {
-  const value = topic.trim();
-  if (value.length === 0) return err('empty topic');
-  if (value.startsWith('urn:')) return parseScope('dataset', value);
-  if (value.includes('/') || !value.includes('.')) return parseScope('path', value);
-  const topicScope = parseScope('topic', value);
-  return topicScope.ok ? topicScope : err(`not a metadata id, a path or a topic hierarchy (${topicScope.error})`);
-}
-
-/** Checks a row of wis2box-auth's store: salt and key as bytes, as Python's sqlite3 stores `bytes`. */
-export function importedHashOfRow(salt: unknown, key: unknown, iterations = WIS2BOX_ITERATIONS): Result<ImportedHash> {
-  if (!(salt instanceof Uint8Array) || !(key instanceof Uint8Array)) return err('salt and key must be blobs (bytes)');
-  if (salt.length < 8 || salt.length > 64) return err(`a salt of ${salt.length} bytes (8 to 64 expected)`);
-  if (key.length !== DERIVED_KEY_BYTES) return err(`a key of ${key.length} bytes (${DERIVED_KEY_BYTES} expected)`);
-  return ok(formatImportedHash(iterations, salt, key));
 }
 
 /** The id of the imported record among `records` that `token` was derived from, if any (`remove-token TOKEN`). */

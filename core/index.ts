@@ -15,6 +15,7 @@ export * from './credentials.js';
 export * from './jwt-shape.js';
 export * from './imported-hash.js';
 export * from './imported-decision.js';
+export * from './wis2box-import.js';
 export * from './decide.js';
 export * from './path-scope.js';
 export * from './enforced-state.js';

@@ -1,6 +1,6 @@
-import { checkScope, SCOPE_FIELD, SCOPE_KINDS, type Scope, type ScopeField } from './scope.js';
+import { checkScope, SCOPE_FIELD, SCOPE_KINDS, type Scope, type ScopeField, type ScopeKind } from './scope.js';
 import { checkSubject, MAX_SUBJECTS_PER_OBJECT, SUBJECT_FIELDS, subjectKey, type Subject } from './subject.js';
-import { HASH_PATTERN, TOKEN_ID_PATTERN, tokenIdOf, type TokenHash } from './token.js';
+import { excessiveIterationsOf, HASH_PATTERN, MAX_IMPORTED_ITERATIONS, TOKEN_ID_PATTERN, tokenIdOf, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
 
 export const API_GROUP = 'auth.svc.io';
@@ -240,7 +240,7 @@ export function validateProtectedScope(obj: unknown): Result<ProtectedScope, Fie
     if (!checked.ok) fail(`spec.${SCOPE_FIELD[kind]}`, checked.error);
   }
   if (spec.closed !== undefined && typeof spec.closed !== 'boolean') fail('spec.closed', 'must be true or false');
-  validateTokens(spec.tokens, fail);
+  validateTokens(spec.tokens, fail, scopeNamed(spec, present));
   validateSubjects(spec.subjects, fail);
   validatePublic(spec, fail);
   return errors.length > 0 ? err(errors) : ok(obj as unknown as ProtectedScope);
@@ -258,7 +258,14 @@ function validateStatus(status: unknown, fail: (field: string, message: string) 
   }
 }
 
-function validateTokens(tokens: unknown, fail: (field: string, message: string) => void): void {
+/** `path:wis2downloader`, for messages about one of the object's fields; "the scope" when it names none or several. */
+function scopeNamed(spec: Record<string, unknown>, present: readonly ScopeKind[]): string {
+  const kind = present.length === 1 ? present[0]! : undefined;
+  const value = kind === undefined ? undefined : spec[SCOPE_FIELD[kind]];
+  return kind !== undefined && typeof value === 'string' ? JSON.stringify(`${kind}:${value.slice(0, 80)}`) : 'the scope';
+}
+
+function validateTokens(tokens: unknown, fail: (field: string, message: string) => void, scope: string): void {
   if (tokens === undefined) return;
   if (!Array.isArray(tokens)) {
     fail('spec.tokens', 'must be a list');
@@ -273,7 +280,10 @@ function validateTokens(tokens: unknown, fail: (field: string, message: string) 
     const idOk = typeof t.id === 'string' && TOKEN_ID_PATTERN.test(t.id);
     const hashOk = typeof t.hash === 'string' && HASH_PATTERN.test(t.hash);
     if (!idOk) fail(`${at}.id`, 'must be 12 lowercase hex characters');
-    if (!hashOk) fail(`${at}.hash`, 'must be sha256:<64 lowercase hex>, or pbkdf2-sha256:<iterations>:<salt hex>:<key hex> (imported)');
+    const costly = typeof t.hash === 'string' ? excessiveIterationsOf(t.hash) : undefined;
+    if (costly !== undefined) {
+      fail(`${at}.hash`, `an imported hash of ${scope} asks for ${costly} PBKDF2 iterations: at most ${MAX_IMPORTED_ITERATIONS} (each wrong token would cost that much per record)`);
+    } else if (!hashOk) fail(`${at}.hash`, 'must be sha256:<64 lowercase hex>, or pbkdf2-sha256:<iterations>:<salt hex>:<key hex> (imported)');
     if (idOk && hashOk && t.id !== tokenIdOf(t.hash as TokenHash)) fail(`${at}.id`, 'must be the first 12 hex of hash (of its key, for an imported hash)');
     if (idOk) {
       if (seen.has(t.id as string)) fail(`${at}.id`, `duplicate token id ${t.id as string}`);

@@ -9,7 +9,7 @@ import { DEFAULT_PREFIXES, publicRefusal, type PathPrefixes } from './path-scope
 import { API_GROUP_VERSION, closedByFlag, isDateTime, publicByFlag, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from './protected-scope.js';
 import { checkSubject, compareSubjects, mergeSubjects, subjectKey, type Subject } from './subject.js';
 import { checkScope, compareScopes, compareStrings, scopeKey, SCOPE_KINDS, type Scope, type ScopeKind } from './scope.js';
-import { HASH_PATTERN, type TokenHash } from './token.js';
+import { excessiveIterationsOf, HASH_PATTERN, MAX_IMPORTED_ITERATIONS, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
 
 export interface SnapshotToken {
@@ -429,13 +429,20 @@ export function parseScopeLine(line: string): Result<SnapshotScope> {
     return err(`${scopeKey(scope.value)}: a snapshot scope needs at least one token or subject, or closed: true`);
   }
   for (const t of raw.tokens as { hash?: unknown; expiresAt?: unknown }[]) {
-    if (typeof t !== 'object' || t === null || typeof t.hash !== 'string' || !HASH_PATTERN.test(t.hash)) return err(`${scopeKey(scope.value)}: bad token hash`);
+    if (typeof t !== 'object' || t === null || typeof t.hash !== 'string' || !HASH_PATTERN.test(t.hash)) return err(`${scopeKey(scope.value)}: ${badHash(t)}`);
     if (t.expiresAt !== undefined && !isDateTime(t.expiresAt)) return err(`${scopeKey(scope.value)}: bad expiresAt`);
   }
   return ok({
     ...scope.value, tokens: raw.tokens as SnapshotToken[], ...(raw.closed === true ? { closed: true as const } : {}),
     ...(subjects.value.length > 0 ? { subjects: subjects.value } : {}),
   });
+}
+
+/** Why a snapshot line's token hash is refused: an imported hash above the iteration bound says so. */
+function badHash(t: unknown): string {
+  const hash = typeof t === 'object' && t !== null ? (t as { hash?: unknown }).hash : undefined;
+  const costly = typeof hash === 'string' ? excessiveIterationsOf(hash) : undefined;
+  return costly === undefined ? 'bad token hash' : `bad token hash: an imported hash asks for ${costly} PBKDF2 iterations (at most ${MAX_IMPORTED_ITERATIONS})`;
 }
 
 /** A public scope's line: a path scope with `public: true`, an empty token list and nothing that closes it. */

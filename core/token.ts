@@ -26,11 +26,24 @@ export type ImportedHash = `pbkdf2-sha256:${string}`;
 /** A stored token hash: svc's own SHA-256, or an imported PBKDF2 one. */
 export type TokenHash = Sha256Hash | ImportedHash;
 export const SHA256_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
-// Iterations up to 7 digits and salts of 8 to 64 bytes: wis2box-auth writes 100000 and 24 bytes. The derived
-// key is 32 bytes (PBKDF2-HMAC-SHA256's natural length, what hashlib.pbkdf2_hmac returns by default).
-export const IMPORTED_HASH_PATTERN = /^pbkdf2-sha256:[1-9][0-9]{0,6}:(?:[0-9a-f]{2}){8,64}:[0-9a-f]{64}$/;
+/**
+ * The most PBKDF2 iterations an imported hash may state: OWASP's figure for PBKDF2-HMAC-SHA256 (wis2box-auth writes
+ * 100,000). svc-auth derives a presented token once per imported record of the governing scope, so a record with
+ * more would let one manifest make every wrong token cost that much more; every reader of manifests refuses it.
+ */
+export const MAX_IMPORTED_ITERATIONS = 600_000;
+// Iterations 1 to 600000 and salts of 8 to 64 bytes: wis2box-auth writes 100000 and 24 bytes. The derived key is
+// 32 bytes (PBKDF2-HMAC-SHA256's natural length, what hashlib.pbkdf2_hmac returns by default).
+export const IMPORTED_HASH_PATTERN = /^pbkdf2-sha256:(?:[1-9][0-9]{0,4}|[1-5][0-9]{5}|600000):(?:[0-9a-f]{2}){8,64}:[0-9a-f]{64}$/;
 // Repeated verbatim in crds/protectedscope.yaml; a test keeps the two equal.
-export const HASH_PATTERN = /^(sha256:[0-9a-f]{64}|pbkdf2-sha256:[1-9][0-9]{0,6}:([0-9a-f]{2}){8,64}:[0-9a-f]{64})$/;
+export const HASH_PATTERN = /^(sha256:[0-9a-f]{64}|pbkdf2-sha256:([1-9][0-9]{0,4}|[1-5][0-9]{5}|600000):([0-9a-f]{2}){8,64}:[0-9a-f]{64})$/;
+
+/** The iteration count an imported-looking hash states when it is above MAX_IMPORTED_ITERATIONS (for messages). */
+export function excessiveIterationsOf(hash: string): number | undefined {
+  const m = /^pbkdf2-sha256:([0-9]{1,16}):/.exec(hash);
+  const n = m ? Number(m[1]) : NaN;
+  return n > MAX_IMPORTED_ITERATIONS ? n : undefined;
+}
 export const TOKEN_ID_PATTERN = /^[0-9a-f]{12}$/;
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

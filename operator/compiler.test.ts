@@ -148,6 +148,15 @@ describe('computeDesired', () => {
     expect(snap.scopeCount).toBe(1);
   });
 
+  it('an imported hash above 600000 PBKDF2 iterations grants nothing: placeholder, Closed, the scope named in the status', () => {
+    const costly = `pbkdf2-sha256:600001:${'00'.repeat(24)}:${'ab'.repeat(32)}`;
+    const a = assess(ps('costly', { path: 'wis2downloader', tokens: [{ id: 'abababababab', hash: costly, createdAt: '2026-01-01T00:00:00Z' }] }));
+    expect(a.sanitized?.spec.tokens?.[0]).toMatchObject({ hash: PLACEHOLDER_HASH });
+    expect(a.errors.map((e) => e.message).join(' ')).toMatch(/imported hash of "path:wis2downloader" asks for 600001 PBKDF2 iterations: at most 600000/);
+    const s = computeDesired([ps('costly', { path: 'wis2downloader', tokens: [{ id: 'abababababab', hash: costly, createdAt: '2026-01-01T00:00:00Z' }] })], NOW).desired.get('costly')!.status;
+    expect(s).toMatchObject({ state: 'Closed', activeTokens: 0 });
+  });
+
   it('leaves out an object whose scope cannot be read, and says so', () => {
     const c = computeDesired([ps('two', { topicHierarchy: 'a', path: 'collections/stations' }), ps('bad', { topicHierarchy: 'a b' })], NOW);
     expect(c.included).toHaveLength(0);

@@ -15,6 +15,12 @@ export interface StoredScope {
  */
 export type Mutate = (current: readonly ProtectedScope[], attempt: number) => readonly ProtectedScope[];
 
+/** One scope's edit among several (ScopeStore.updateAll). */
+export interface ScopeEdit {
+  readonly scope: Scope;
+  readonly mutate: Mutate;
+}
+
 export interface UpdateOptions {
   /** Compute (and, on Kubernetes, have the API server validate) but write nothing. */
   readonly dryRun?: boolean;
@@ -42,6 +48,13 @@ export interface ScopeStore {
   /** The objects holding one scope (usually one: the CLI's deterministic name; hand-written ones too). */
   get(scope: Scope): Promise<StoredScope[]>;
   update(scope: Scope, mutate: Mutate, options?: UpdateOptions): Promise<UpdateResult>;
+  /**
+   * Edits of several scopes together, all or none (`svc auth import`): only where the store can do that, a
+   * directory (one lock, every file composed before the first is written, those written put back when a later
+   * write fails). A Kubernetes namespace has no transaction over several objects: it leaves this out, and the
+   * caller edits scope by scope.
+   */
+  updateAll?(edits: readonly ScopeEdit[], options?: UpdateOptions): Promise<UpdateResult[]>;
   close?(): Promise<void>;
 }
 

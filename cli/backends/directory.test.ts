@@ -251,3 +251,52 @@ describe('DirectoryStore', () => {
     await expect(new DirectoryStore({ dir, lockTimeoutMs: 200 }).update(topic, clearAll)).rejects.toThrow(/is locked by something else .*remove/);
   });
 });
+
+describe('DirectoryStore.updateAll: several scopes together, or none', () => {
+  const other: Scope = { kind: 'topic', value: 'c.d' };
+  const third: Scope = { kind: 'path', value: 'wis2downloader' };
+  const bytes = (dir: string) => Object.fromEntries(readdirSync(dir).sort().map((n) => [n, readFileSync(join(dir, n)).toString('base64')]));
+
+  it('edits of two scopes in one hand-written file and a new file, in one lock', async () => {
+    const dir = fresh();
+    writeFileSync(join(dir, 'partners.yaml'), MULTI);
+    const store = new DirectoryStore({ dir });
+    const r = await store.updateAll([{ scope: topic, mutate: clearAll }, { scope: other, mutate: clearAll }, { scope: third, mutate: add(third, 'downloader-token-0001') }]);
+    expect(r.map((x) => x.written)).toEqual([['hand-a'], [], [scopeObjectName(third)]]);
+    expect(readFileSync(join(dir, 'partners.yaml'), 'utf8')).toContain('# not ours: left alone');
+    expect((await store.get(topic))[0]!.object.spec.tokens).toEqual([]);
+    expect((await store.get(third))[0]!.object.spec.tokens).toHaveLength(1);
+  });
+
+  it('a refused edit (the last one) writes nothing of the others', async () => {
+    const dir = fresh();
+    writeFileSync(join(dir, 'partners.yaml'), MULTI);
+    const before = bytes(dir);
+    const refuse: Mutate = () => {
+      throw new CliError('no');
+    };
+    await expect(new DirectoryStore({ dir }).updateAll([{ scope: third, mutate: add(third, 'downloader-token-0001') }, { scope: topic, mutate: clearAll }, { scope: other, mutate: refuse }])).rejects.toThrow('no');
+    expect(bytes(dir)).toEqual(before);
+  });
+
+  it('a write that fails midway puts back, byte for byte, the files written before it (created ones removed)', async () => {
+    const dir = fresh();
+    writeFileSync(join(dir, 'partners.yaml'), MULTI);
+    writeFileSync(join(dir, 'kept.yaml'), '# unrelated\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\n');
+    const before = bytes(dir);
+    let writes = 0;
+    const store = new DirectoryStore({
+      dir,
+      replaceFile: (d, path, text, mode) => {
+        // The first two writes go through (the edited file, then one created); the third fails; the undo writes go through.
+        if (++writes === 3) throw new CliError(`cannot write ${path}: no space left on device`);
+        writeFileSync(path, text, { mode });
+      },
+    });
+    const fourth: Scope = { kind: 'path', value: 'collections/stations' };
+    const edits = [{ scope: topic, mutate: add(topic, 'token-number-two-0002') }, { scope: third, mutate: add(third, 'downloader-token-0001') }, { scope: fourth, mutate: add(fourth, 'stations-token-00003') }];
+    await expect(store.updateAll(edits)).rejects.toThrow(/^cannot write \S+: no space left on device \(nothing was changed: the 2 files written before it got their old contents back\)$/);
+    expect(bytes(dir)).toEqual(before);
+    expect(existsSync(join(dir, LOCK_FILE))).toBe(false);
+  });
+});

@@ -26,7 +26,7 @@ import {
 } from '../../core/index.js';
 import { backoffDelay } from '../../lib/backoff.js';
 import { failure } from '../errors.js';
-import { sameSpec, type Mutate, type ScopeStore, type StoredScope, type UpdateOptions, type UpdateResult } from './backend.js';
+import { sameSpec, type Mutate, type ScopeEdit, type ScopeStore, type StoredScope, type UpdateOptions, type UpdateResult } from './backend.js';
 
 export interface DirectoryStoreOptions {
   readonly dir: string;
@@ -34,6 +34,8 @@ export interface DirectoryStoreOptions {
   readonly namespace?: string;
   /** How long to wait for another invocation's lock before giving up; default 60 s. */
   readonly lockTimeoutMs?: number;
+  /** Replaces one file (temp file, fsync, rename); tests put in one that fails to see a failed edit undone. */
+  readonly replaceFile?: (dir: string, path: string, text: string, mode: number) => void;
 }
 
 export const LOCK_FILE = '.svc.lock';
@@ -65,6 +67,12 @@ interface ManifestFile {
   readonly text: string;
 }
 
+/** The writes one or more scopes' edits come to, composed before any is made. */
+interface Pending {
+  readonly edits: Map<ManifestFile, Map<number, ProtectedScope>>;
+  readonly created: { path: string; object: ProtectedScope }[];
+}
+
 interface Loaded {
   readonly files: ManifestFile[];
   /** Object name → where it is. */
@@ -81,11 +89,13 @@ export class DirectoryStore implements ScopeStore {
   readonly namespace: string | undefined;
   private readonly dir: string;
   private readonly lockTimeoutMs: number;
+  private readonly replaceFile: (dir: string, path: string, text: string, mode: number) => void;
 
   constructor(options: DirectoryStoreOptions) {
     this.dir = options.dir;
     this.namespace = options.namespace;
     this.lockTimeoutMs = options.lockTimeoutMs ?? 60_000;
+    this.replaceFile = options.replaceFile ?? writeAtomically;
     this.where = `directory ${options.dir}`;
   }
 
@@ -99,13 +109,17 @@ export class DirectoryStore implements ScopeStore {
   }
 
   async update(scope: Scope, mutate: Mutate, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return (await this.updateAll([{ scope, mutate }], options))[0]!;
+  }
+
+  async updateAll(edits: readonly ScopeEdit[], options: UpdateOptions = {}): Promise<UpdateResult[]> {
     if (options.dryRun) {
       this.checkDirectory();
-      return this.apply(this.load(), scope, mutate, false);
+      return this.apply(this.load(), edits, false);
     }
     const release = await this.lock();
     try {
-      return this.apply(this.load(), scope, mutate, true);
+      return this.apply(this.load(), edits, true);
     } finally {
       release();
     }
@@ -173,12 +187,23 @@ export class DirectoryStore implements ScopeStore {
     return { name, path, json: /\.json$/i.test(name), docs, text };
   }
 
-  private apply(loaded: Loaded, scope: Scope, mutate: Mutate, write: boolean): UpdateResult {
+  /** Every edit computed and checked, every file composed, then (when `write`) written: all of them or none. */
+  private apply(loaded: Loaded, edits: readonly ScopeEdit[], write: boolean): UpdateResult[] {
+    const pending: Pending = { edits: new Map(), created: [] };
+    const results = edits.map((e) => this.compute(loaded, e.scope, e.mutate, pending));
+    // Compose every new file text first, so a problem stops the edit before anything is written.
+    const texts: FileWrite[] = [];
+    for (const [file, fileEdits] of pending.edits) texts.push({ path: file.path, text: renderFile(file, fileEdits), mode: modeOf(file.path), before: file.text });
+    for (const c of pending.created) texts.push({ path: c.path, text: dumpManifests([c.object]), mode: 0o644 });
+    if (write) this.writeAll(texts);
+    return results;
+  }
+
+  /** One scope's edit: its objects' new versions added to `pending`, nothing written. */
+  private compute(loaded: Loaded, scope: Scope, mutate: Mutate, pending: Pending): UpdateResult {
     const key = scopeKey(scope);
     const current = this.stored(loaded).map((s) => s.object).filter((o) => scopeKey(scopeOf(o.spec)) === key);
     const next = mutate(current, 0);
-    const edits = new Map<ManifestFile, Map<number, ProtectedScope>>();
-    const created: { path: string; object: ProtectedScope }[] = [];
     const written: string[] = [];
     for (const object of next) {
       const checked = validateProtectedScope(object);
@@ -191,26 +216,48 @@ export class DirectoryStore implements ScopeStore {
           throw failure(`${at.file.path} holds ProtectedScope "${object.metadata.name}" for ${scopeKey(scopeOf(before.spec))}, not ${key}: rename that object (nothing was changed)`);
         }
         if (sameSpec(before, object)) continue;
-        const fileEdits = edits.get(at.file) ?? new Map<number, ProtectedScope>();
+        const fileEdits = pending.edits.get(at.file) ?? new Map<number, ProtectedScope>();
         fileEdits.set(at.doc, object);
-        edits.set(at.file, fileEdits);
+        pending.edits.set(at.file, fileEdits);
       } else {
         const path = join(this.dir, `${object.metadata.name}.yaml`);
-        if (loaded.files.some((f) => f.path === path) || exists(path)) {
+        if (loaded.files.some((f) => f.path === path) || pending.created.some((c) => c.path === path) || exists(path)) {
           throw failure(`${path} exists but does not define ProtectedScope "${object.metadata.name}": rename that file (nothing was changed)`);
         }
-        created.push({ path, object });
+        pending.created.push({ path, object });
       }
       written.push(object.metadata.name);
     }
-    // Compose every new file text first, so a problem stops the edit before anything is written.
-    const texts: { path: string; text: string; mode: number }[] = [];
-    for (const [file, fileEdits] of edits) texts.push({ path: file.path, text: renderFile(file, fileEdits), mode: modeOf(file.path) });
-    for (const c of created) texts.push({ path: c.path, text: dumpManifests([c.object]), mode: 0o644 });
-    if (write) for (const t of texts) writeAtomically(this.dir, t.path, t.text, t.mode);
     const byName = new Map(current.map((o) => [o.metadata.name, o]));
     for (const o of next) byName.set(o.metadata.name, o);
     return { objects: [...byName.values()], written };
+  }
+
+  /** Writes the files in turn; when one fails, those already written get their old bytes back (created ones go). */
+  private writeAll(texts: readonly FileWrite[]): void {
+    const done: FileWrite[] = [];
+    try {
+      for (const t of texts) {
+        this.replaceFile(this.dir, t.path, t.text, t.mode);
+        done.push(t);
+      }
+    } catch (e) {
+      const left = done.reverse().filter((t) => !this.undo(t));
+      const message = e instanceof Error ? e.message : String(e);
+      if (left.length === 0) throw failure(`${message} (nothing was changed: ${done.length === 0 ? 'no file had been written' : `the ${done.length} file${done.length === 1 ? '' : 's'} written before it got their old contents back`})`);
+      throw failure(`${message}; and ${left.map((t) => t.path).join(', ')} could not be put back: restore ${left.length === 1 ? 'it' : 'them'} from version control`);
+    }
+  }
+
+  /** Puts one written file back as it was; false when that failed too. */
+  private undo(t: FileWrite): boolean {
+    try {
+      if (t.before === undefined) unlinkSync(t.path);
+      else this.replaceFile(this.dir, t.path, t.before, t.mode);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Takes the directory's lock; returns its release. Waits (bounded, with backoff) while another invocation holds it. */
@@ -250,6 +297,14 @@ export class DirectoryStore implements ScopeStore {
       await sleep(backoffDelay(++waits, LOCK_BACKOFF));
     }
   }
+}
+
+interface FileWrite {
+  readonly path: string;
+  readonly text: string;
+  readonly mode: number;
+  /** The file's text before (undefined: the file is new). */
+  readonly before?: string;
 }
 
 /** Permission bits to keep when a file is replaced. */

@@ -2,96 +2,44 @@
  * `svc auth import FILE`: carries a wis2box-auth store over. wis2box-auth keeps one row per token,
  * `auth(salt, key, topic)`, with key = PBKDF2-HMAC-SHA256(token, salt, 100,000 iterations, 32 bytes). The
  * plaintext is unknown, so each row becomes a token record whose hash is `pbkdf2-sha256:100000:<salt>:<key>`
- * (core/imported-hash.ts), in the ProtectedScope of the scope its topic maps to. A topic that maps to no scope is
- * reported and skipped; a row already imported is left as it is, so running the import twice changes nothing.
+ * (core/imported-hash.ts), in the ProtectedScopes its topic maps to (core/wis2box-import.ts).
  *
- * SQLite is read with sql.js (SQLite compiled to WebAssembly, installed from npm with the package's own files):
- * Node 20 has no node:sqlite, and native bindings download a prebuilt binary at install, which fails here.
+ * All or nothing: the store is read within bounds (./wis2box-store.ts), every row is mapped and every scope's edit
+ * computed and checked against what the store holds before the first write, and every problem is named, not only
+ * the first. A row that maps to no scope, or whose topic would keep a narrower protection than wis2box-auth gave it,
+ * refuses the import unless --accept-narrower says to go on without it (reported). Into a directory the edits are
+ * written together or not at all; a Kubernetes namespace has no transaction over several objects, so every write is
+ * first sent as a server-side dry run (admission and RBAC answer it), and a write that still fails names what was
+ * written already. Records already there are left as they are, so running the import again completes it.
  */
-import { readFile } from 'node:fs/promises';
 import {
-  importedHashOfRow,
   MAX_TOKENS_PER_OBJECT,
   newProtectedScope,
+  planWis2boxImport,
+  rowList,
   scopeKey,
   scopeObjectName,
-  scopeOfWis2boxTopic,
-  tokenIdOf,
+  scopeOf,
   tokensOf,
+  validateProtectedScope,
+  formatFieldErrors,
+  type ImportPlan,
+  type PlannedScope,
   type ProtectedScope,
   type Scope,
   type TokenRecord,
 } from '../../core/index.js';
-import type { Mutate, ScopeStore } from '../backends/backend.js';
-import { failure, usageError } from '../errors.js';
+import type { Mutate, ScopeStore, UpdateResult } from '../backends/backend.js';
+import { CliError, failure, usageError } from '../errors.js';
 import { isoSeconds, structured } from '../output.js';
 import { scopeJson, scopeLabel, type CommandContext } from './common.js';
+import { readWis2boxStore } from './wis2box-store.js';
 
 export interface ImportOptions {
   readonly dryRun?: boolean;
+  /** Go on where the protection becomes narrower than wis2box-auth's (rows of no scope skipped, forms no scope closes). */
+  readonly acceptNarrower?: boolean;
   readonly output: 'text' | 'json' | 'yaml';
-}
-
-export const IMPORTED_DESCRIPTION = 'imported from wis2box-auth';
-
-interface Row {
-  readonly salt: unknown;
-  readonly key: unknown;
-  readonly topic: unknown;
-}
-
-/** What the store holds, grouped by scope, with the topics that map to none. */
-export interface ImportPlan {
-  readonly scopes: Map<string, { scope: Scope; topic: string; records: TokenRecord[] }>;
-  readonly skipped: { topic: string; rows: number; reason: string }[];
-}
-
-/** Reads every row of the `auth` table; a file that is not such a store is a usage error. */
-export async function readWis2boxStore(file: string): Promise<Row[]> {
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(file);
-  } catch (e) {
-    throw usageError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
-  const { default: initSqlJs } = await import('sql.js');
-  const SQL = await initSqlJs();
-  let db: InstanceType<typeof SQL.Database> | undefined;
-  try {
-    db = new SQL.Database(bytes);
-    const rows: Row[] = [];
-    const stmt = db.prepare('SELECT salt, key, topic FROM auth');
-    while (stmt.step()) rows.push(stmt.getAsObject() as unknown as Row);
-    stmt.free();
-    return rows;
-  } catch (e) {
-    throw usageError(`${file} is not a wis2box-auth store (an SQLite file with a table auth(salt, key, topic)): ${(e as Error).message}`);
-  } finally {
-    db?.close();
-  }
-}
-
-/** Maps rows to scopes and records; pure, so a dry run and a real one plan the same. */
-export function planImport(rows: readonly Row[], createdAt: string): ImportPlan {
-  const scopes: ImportPlan['scopes'] = new Map();
-  const skipped = new Map<string, { rows: number; reason: string }>();
-  for (const row of rows) {
-    const topic = typeof row.topic === 'string' ? row.topic : String(row.topic);
-    const scope = scopeOfWis2boxTopic(topic);
-    const hash = importedHashOfRow(row.salt, row.key);
-    const reason = !scope.ok ? scope.error : !hash.ok ? hash.error : undefined;
-    if (reason !== undefined || !scope.ok || !hash.ok) {
-      const s = skipped.get(topic) ?? { rows: 0, reason: reason ?? '' };
-      s.rows++;
-      skipped.set(topic, s);
-      continue;
-    }
-    const key = scopeKey(scope.value);
-    const entry = scopes.get(key) ?? { scope: scope.value, topic, records: [] };
-    if (!entry.records.some((r) => r.hash === hash.value)) entry.records.push({ id: tokenIdOf(hash.value), hash: hash.value, description: IMPORTED_DESCRIPTION, createdAt });
-    scopes.set(key, entry);
-  }
-  return { scopes, skipped: [...skipped].map(([topic, s]) => ({ topic, ...s })) };
 }
 
 /** Adds the records the scope does not hold yet to its own object; nothing when all are there (idempotent). */
@@ -102,49 +50,161 @@ export function importMutation(scope: Scope, records: readonly TokenRecord[], na
     const ids = new Set(current.flatMap((o) => tokensOf(o).map((t) => t.id)));
     const fresh = records.filter((r) => !held.has(r.hash));
     if (fresh.length === 0) return [];
-    for (const r of fresh) if (ids.has(r.id)) throw failure(`${scopeKey(scope)} already has another token with id ${r.id}; nothing was changed for this scope`);
-    if (current.some((o) => o.spec.public === true)) throw failure(`${scopeKey(scope)} is public: take that back first (public --off), then import again`);
+    const clash = fresh.find((r) => ids.has(r.id));
+    if (clash) throw failure(`${scopeKey(scope)} already has another token with id ${clash.id}`);
+    if (current.some((o) => o.spec.public === true)) throw failure(`${scopeKey(scope)} is public: take that back first (svc auth public --off), then import again`);
     const target = current.find((o) => o.metadata.name === name) ?? newProtectedScope(scope, name, namespace, []);
     const tokens = [...tokensOf(target), ...fresh];
-    if (tokens.length > MAX_TOKENS_PER_OBJECT) throw failure(`${name} would hold more than ${MAX_TOKENS_PER_OBJECT} tokens`);
+    if (tokens.length > MAX_TOKENS_PER_OBJECT) throw failure(`${name} would hold ${tokens.length} tokens (at most ${MAX_TOKENS_PER_OBJECT})`);
     return [{ ...target, spec: { ...target.spec, tokens } as ProtectedScope['spec'] }];
   };
 }
 
 interface ScopeOutcome {
-  readonly scope: Scope;
-  readonly topic: string;
+  readonly planned: PlannedScope;
   readonly imported: number;
   readonly alreadyThere: number;
   readonly objects: readonly string[];
 }
 
-async function importScope(store: ScopeStore, s: { scope: Scope; topic: string; records: TokenRecord[] }, dryRun: boolean): Promise<ScopeOutcome> {
-  const before = new Set((await store.get(s.scope)).flatMap((o) => tokensOf(o.object).map((t) => t.hash)));
-  const result = await store.update(s.scope, importMutation(s.scope, s.records, store.namespace), { dryRun });
-  const imported = s.records.filter((r) => !before.has(r.hash)).length;
-  return { scope: s.scope, topic: s.topic, imported: result.written.length === 0 ? 0 : imported, alreadyThere: s.records.length - imported, objects: result.written };
+/** Every planned scope's edit checked against the objects the store holds now: every problem, by scope. */
+function scopeProblems(plan: ImportPlan, objects: readonly ProtectedScope[], namespace: string | undefined): string[] {
+  const problems: string[] = [];
+  for (const p of plan.scopes) {
+    const key = scopeKey(p.scope);
+    const current = objects.filter((o) => scopeKey(scopeOf(o.spec)) === key);
+    try {
+      for (const o of importMutation(p.scope, p.records, namespace)(current, 0)) {
+        const checked = validateProtectedScope(o);
+        if (!checked.ok) problems.push(`${key}: ${o.metadata.name} would be invalid: ${formatFieldErrors(checked.error)}`);
+      }
+    } catch (e) {
+      if (!(e instanceof CliError)) throw e;
+      problems.push(e.message);
+    }
+  }
+  return problems;
+}
+
+/** The rows the import cannot carry over as they protected, one line each (stderr), with what to do. */
+function rowReport(plan: ImportPlan, accepted: boolean): string[] {
+  const lines = plan.unusable.map((u) => `${rowList(u.rows)} (topic ${u.topic}): ${u.reason}${accepted ? ' - skipped' : ''}`);
+  for (const n of plan.narrower) {
+    const where = n.scopes.map((s) => (s.kind === 'path' ? `${scopeLabel(s)} closes it at the root` : `${scopeLabel(s)} as a whole segment under /data and a "."-level of a collection id`));
+    lines.push(`${rowList(n.rows)} (topic ${n.topic}): wis2box-auth closed every URL containing it; ${where.join(', ')}${accepted ? ' (imported so)' : ''}; no scope closes it:`);
+    for (const f of n.forms) lines.push(`    ${f}`);
+  }
+  return lines;
 }
 
 export async function importStore(ctx: CommandContext, file: string, options: ImportOptions): Promise<number> {
-  const plan = planImport(await readWis2boxStore(file), isoSeconds(ctx.io.now()));
-  const store = await ctx.openStore();
+  const plan = planWis2boxImport(await readWis2boxStore(file), isoSeconds(ctx.io.now()));
+  const accepted = options.acceptNarrower === true;
+  const rowsRefused = !accepted && (plan.unusable.length > 0 || plan.narrower.length > 0);
+  const report = rowReport(plan, accepted);
+  let store: ScopeStore | undefined;
+  let problems: string[];
+  try {
+    store = await ctx.openStore();
+    problems = scopeProblems(plan, (await store.list()).map((s) => s.object), store.namespace);
+  } catch (e) {
+    // Refused for its rows anyway: say so, with why the scopes could not be checked as well.
+    if (!rowsRefused || !(e instanceof CliError)) throw e;
+    problems = [`the scopes could not be checked: ${e.message}`];
+  }
+  if (rowsRefused || problems.length > 0 || store === undefined) refuse(ctx, file, plan, report, problems, rowsRefused);
+  for (const line of report) ctx.io.err(`${line}\n`);
+  const outcomes = await writeAll(store, plan, options.dryRun === true);
+  print(ctx, file, store.where, plan, outcomes, options);
+  return 0;
+}
+
+/** Nothing was written: every row problem and every scope problem, then one error (exit 2 for rows, else 1). */
+function refuse(ctx: CommandContext, file: string, plan: ImportPlan, report: readonly string[], problems: readonly string[], rowsRefused: boolean): never {
+  for (const line of rowsRefused ? report : []) ctx.io.err(`${line}\n`);
+  for (const p of problems) ctx.io.err(`${p}\n`);
+  const parts = [
+    ...(rowsRefused ? [`${plan.unusable.reduce((n, u) => n + u.rows.length, 0) + plan.narrower.reduce((n, x) => n + x.rows.length, 0)} rows of ${file} cannot be imported as they protected (above): pass --accept-narrower to import the rest and keep the narrower protection shown`] : []),
+    ...(problems.length > 0 ? [`${problems.length} scope${problems.length === 1 ? '' : 's'} cannot take the import (above)`] : []),
+  ];
+  const message = `${parts.join('; ')}; nothing was written`;
+  throw rowsRefused ? usageError(message) : failure(message);
+}
+
+/**
+ * The writes. A store that edits several scopes at once (a directory) does so; otherwise (Kubernetes) every write is
+ * sent as a dry run first, every refusal named, and a real write that still fails says what was written before it.
+ */
+async function writeAll(store: ScopeStore, plan: ImportPlan, dryRun: boolean): Promise<ScopeOutcome[]> {
+  const before = new Map<string, Set<string>>();
+  for (const s of await store.list()) {
+    const key = scopeKey(scopeOf(s.object.spec));
+    const set = before.get(key) ?? new Set<string>();
+    for (const t of tokensOf(s.object)) set.add(t.hash);
+    before.set(key, set);
+  }
+  const edits = plan.scopes.map((p) => ({ scope: p.scope, mutate: importMutation(p.scope, p.records, store.namespace) }));
+  let results: UpdateResult[];
+  if (store.updateAll) results = await store.updateAll(edits, { dryRun });
+  else {
+    const tried = await dryRunEach(store, plan);
+    results = dryRun ? tried : await writeEach(store, plan);
+  }
+  return plan.scopes.map((p, i) => {
+    const held = before.get(scopeKey(p.scope)) ?? new Set<string>();
+    const imported = p.records.filter((r) => !held.has(r.hash)).length;
+    const written = results[i]!.written;
+    return { planned: p, imported: written.length === 0 ? 0 : imported, alreadyThere: p.records.length - imported, objects: written };
+  });
+}
+
+/** Every scope's write as a server-side dry run: every refusal (admission, RBAC, validation) named, nothing written. */
+async function dryRunEach(store: ScopeStore, plan: ImportPlan): Promise<UpdateResult[]> {
+  const refused: string[] = [];
+  const results: UpdateResult[] = [];
+  for (const p of plan.scopes) {
+    try {
+      results.push(await store.update(p.scope, importMutation(p.scope, p.records, store.namespace), { dryRun: true }));
+    } catch (e) {
+      if (!(e instanceof CliError)) throw e;
+      refused.push(`${scopeKey(p.scope)}: ${e.message}`);
+    }
+  }
+  if (refused.length > 0) throw failure(`${refused.length} scope${refused.length === 1 ? '' : 's'} refused by ${store.where} (a dry run; nothing was written): ${refused.join('; ')}`);
+  return results;
+}
+
+/** The real writes, scope by scope; a failure names what was written before it and how to complete the import. */
+async function writeEach(store: ScopeStore, plan: ImportPlan): Promise<UpdateResult[]> {
+  const results: UpdateResult[] = [];
+  for (const p of plan.scopes) {
+    try {
+      results.push(await store.update(p.scope, importMutation(p.scope, p.records, store.namespace)));
+    } catch (e) {
+      if (!(e instanceof CliError)) throw e;
+      const done = results.flatMap((r, i) => r.written.map((name) => `${scopeKey(plan.scopes[i]!.scope)} (${name})`));
+      const rest = plan.scopes.slice(results.length + 1).map((x) => scopeKey(x.scope));
+      throw failure(`writing ${scopeKey(p.scope)} failed: ${e.message}. Written before it: ${done.length > 0 ? done.join(', ') : 'nothing'}; not written: ${[scopeKey(p.scope), ...rest].join(', ')}. Run the same import again once the cause is fixed: it adds only what is missing`);
+    }
+  }
+  return results;
+}
+
+function print(ctx: CommandContext, file: string, where: string, plan: ImportPlan, outcomes: readonly ScopeOutcome[], options: ImportOptions): void {
   const dryRun = options.dryRun === true;
-  const outcomes: ScopeOutcome[] = [];
-  for (const s of plan.scopes.values()) outcomes.push(await importScope(store, s, dryRun));
   if (options.output !== 'text') {
     ctx.io.out(structured(options.output, {
-      store: store.where, file, ...(dryRun ? { dryRun: true } : {}),
-      scopes: outcomes.map((o) => ({ scope: scopeJson(o.scope), topic: o.topic, imported: o.imported, alreadyThere: o.alreadyThere, written: o.objects })),
-      skipped: plan.skipped,
+      store: where, file, ...(dryRun ? { dryRun: true } : {}),
+      scopes: outcomes.map((o) => ({ scope: scopeJson(o.planned.scope), topic: o.planned.topic, imported: o.imported, alreadyThere: o.alreadyThere, written: o.objects })),
+      skipped: plan.unusable.map((u) => ({ topic: u.topic, rows: u.rows, reason: u.reason })),
+      narrower: plan.narrower.map((n) => ({ topic: n.topic, rows: n.rows, scopes: n.scopes.map(scopeJson), notClosed: n.forms })),
     }));
-  } else {
-    for (const o of outcomes) {
-      const what = o.imported > 0 ? `${o.imported} token${o.imported === 1 ? '' : 's'} ${dryRun ? 'would be imported' : 'imported'}` : 'nothing to import';
-      ctx.io.out(`${scopeLabel(o.scope)} (topic ${o.topic}): ${what}${o.alreadyThere > 0 ? `, ${o.alreadyThere} already there` : ''}${o.objects.length > 0 ? ` (${o.objects.join(', ')})` : ''}\n`);
-    }
-    for (const s of plan.skipped) ctx.io.err(`skipped topic ${JSON.stringify(s.topic)} (${s.rows} row${s.rows === 1 ? '' : 's'}): ${s.reason}\n`);
-    ctx.io.out(`${dryRun ? 'Dry run: nothing was written. ' : ''}${outcomes.length} scope${outcomes.length === 1 ? '' : 's'} from ${file} into ${store.where}; imported tokens keep their PBKDF2 hash (show marks them): replace them one partner at a time.\n`);
+    return;
   }
-  return 0;
+  for (const o of outcomes) {
+    const what = o.imported > 0 ? `${o.imported} token${o.imported === 1 ? '' : 's'} ${dryRun ? 'would be imported' : 'imported'}` : 'nothing to import';
+    ctx.io.out(`${scopeLabel(o.planned.scope)} (topic ${o.planned.topic}): ${what}${o.alreadyThere > 0 ? `, ${o.alreadyThere} already there` : ''}${o.objects.length > 0 ? ` (${o.objects.join(', ')})` : ''}\n`);
+  }
+  const n = outcomes.length;
+  ctx.io.out(`${dryRun ? 'Dry run: nothing was written. ' : ''}${n} scope${n === 1 ? '' : 's'} from ${file} into ${where}; imported tokens keep their PBKDF2 hash (show marks them): replace them one partner at a time.\n`);
 }

@@ -42,7 +42,10 @@ function record(token: string, extra: { description?: string; createdAt?: string
   return { id: tokenIdOf(hash), hash, ...(extra.description ? { description: extra.description } : {}), createdAt: extra.createdAt ?? '2026-01-01T00:00:00Z', ...(extra.expiresAt ? { expiresAt: extra.expiresAt } : {}) };
 }
 
-/** A wis2box-auth store's rows: a short token as wis2box's docs show, one topic of each kind, one of no kind. */
+/**
+ * A wis2box-auth store's rows: a short token as wis2box's docs show, one topic of each kind, one of no kind, and a
+ * bare word (closed wherever it stood in a URL) whose token has spaces and other than ASCII, as wis2box-auth took.
+ */
 const IMPORT_ROWS: readonly StoreRow[] = [
   { token: 'mytoken', topic: 'wis2downloader' },
   { token: 'downloader-partner-0002', topic: 'wis2downloader' },
@@ -51,6 +54,7 @@ const IMPORT_ROWS: readonly StoreRow[] = [
   { token: 'processes-token-0000005', topic: 'processes/wis2box' },
   { token: 'stations-token-00000006', topic: 'collections/stations' },
   { token: 'no-kind-token-000000007', topic: 'mw met.data' },
+  { token: 'a wörd partner token 8', topic: 'mw-word' },
 ];
 
 export function handWritten(name: string, spec: Record<string, unknown>): ProtectedScope {
@@ -475,28 +479,44 @@ export function runSuite(fixture: BackendFixture): void {
     });
     afterAll(() => removeDir(dir));
 
-    it('--dry-run says what it would import and writes nothing; a topic of no kind is reported and skipped', async () => {
+    it('refuses a store with rows it cannot carry over as they protected: every one named, exit 2, nothing written', async () => {
       const before = await fixture.state();
-      const r = await cli(['auth', 'import', store, '--dry-run']);
-      expect(r.code).toBe(0);
-      expect(r.stdout).toMatch(/^path wis2downloader \(topic wis2downloader\): 2 tokens would be imported/m);
-      expect(r.stdout).toMatch(/Dry run: nothing was written\. 5 scopes/);
-      expect(r.stderr).toMatch(/^skipped topic "mw met\.data" \(1 row\): not a metadata id, a path or a topic hierarchy \([^\n]+\n$/);
+      const r = await cli(['auth', 'import', store]);
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: '' });
+      const lines = r.stderr.split('\n');
+      expect(lines[0]).toMatch(/^row 7 \(topic "mw met\.data"\): fits no scope kind \(invalid topic hierarchy "mw met\.data"/);
+      expect(lines[1]).toBe('row 8 (topic "mw-word"): wis2box-auth closed every URL containing it; path mw-word closes it at the root, topic mw-word as a whole segment under /data and a "."-level of a collection id; no scope closes it:');
+      expect(lines[2]).toMatch(/^ {4}as a ":"-part of a metadata id \(\/oapi\/collections\/urn:…:mw-word:…/);
+      expect(r.stderr).toMatch(/\nerror: 2 rows of \S+ cannot be imported as they protected \(above\): pass --accept-narrower to import the rest and keep the narrower protection shown; nothing was written\n$/);
       expect(await fixture.state()).toEqual(before);
     });
 
-    it('imports every row into the scope its topic maps to, keeps the PBKDF2 hashes, and a second run changes nothing', async () => {
-      const r = await cli(['auth', 'import', store, '-o', 'json']);
+    it('--accept-narrower --dry-run says what it would import and writes nothing; what it skips and keeps narrower on stderr', async () => {
+      const before = await fixture.state();
+      const r = await cli(['auth', 'import', store, '--dry-run', '--accept-narrower']);
       expect(r.code).toBe(0);
-      const out = JSON.parse(r.stdout) as { scopes: { scope: { kind: string; value: string }; imported: number }[]; skipped: { topic: string }[] };
+      expect(r.stdout).toMatch(/^path wis2downloader \(topic wis2downloader\): 2 tokens would be imported/m);
+      expect(r.stdout).toMatch(/^path mw-word \(topic mw-word\): 1 token would be imported/m);
+      expect(r.stdout).toMatch(/^topic mw-word \(topic mw-word\): 1 token would be imported/m);
+      expect(r.stdout).toMatch(/Dry run: nothing was written\. 7 scopes/);
+      expect(r.stderr).toMatch(/^row 7 \(topic "mw met\.data"\): fits no scope kind \([^\n]+ - skipped\n/);
+      expect(r.stderr).toMatch(/^row 8 \(topic "mw-word"\): [^\n]+ \(imported so\); no scope closes it:$/m);
+      expect(await fixture.state()).toEqual(before);
+    });
+
+    it('imports every row into the scopes its topic maps to, keeps the PBKDF2 hashes, and a second run changes nothing', async () => {
+      const r = await cli(['auth', 'import', store, '--accept-narrower', '-o', 'json']);
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout) as { scopes: { scope: { kind: string; value: string }; imported: number }[]; skipped: { topic: string; rows: number[] }[]; narrower: { topic: string; rows: number[]; notClosed: string[] }[] };
       expect(out.scopes.map((x) => [x.scope.kind, x.scope.value, x.imported]).sort()).toEqual([
-        ['dataset', 'urn:wmo:md:mw-met:obs', 1], ['path', 'collections/stations', 1], ['path', 'processes/wis2box', 1],
-        ['path', 'wis2downloader', 2], ['topic', 'mw-met.data.core.weather', 1],
+        ['dataset', 'urn:wmo:md:mw-met:obs', 1], ['path', 'collections/stations', 1], ['path', 'mw-word', 1], ['path', 'processes/wis2box', 1],
+        ['path', 'wis2downloader', 2], ['topic', 'mw-met.data.core.weather', 1], ['topic', 'mw-word', 1],
       ]);
-      expect(out.skipped.map((x) => x.topic)).toEqual(['mw met.data']);
+      expect(out.skipped.map((x) => [x.topic, x.rows])).toEqual([['"mw met.data"', [7]]]);
+      expect(out.narrower.map((x) => [x.topic, x.rows, x.notClosed.length])).toEqual([['"mw-word"', [8], 3]]);
       const objects = await fixture.objects();
       const tokens = objects.flatMap((o) => (o.spec as { tokens: { id: string; hash: string; description?: string }[] }).tokens);
-      expect(tokens).toHaveLength(6);
+      expect(tokens).toHaveLength(8);
       for (const t of tokens) {
         expect(t.hash).toMatch(/^pbkdf2-sha256:100000:[0-9a-f]{48}:[0-9a-f]{64}$/);
         expect(t.id).toBe(t.hash.slice(-64, -52));
@@ -506,14 +526,29 @@ export function runSuite(fixture: BackendFixture): void {
       for (const row of IMPORT_ROWS) expect(dump.includes(row.token)).toBe(false);
       expect((r.stdout + r.stderr).includes(IMPORT_ROWS[0]!.token)).toBe(false);
       const before = await fixture.state();
-      const again = await cli(['auth', 'import', store]);
+      const again = await cli(['auth', 'import', store, '--accept-narrower']);
       expect(again.code).toBe(0);
       expect(again.stdout).toMatch(/^path wis2downloader \(topic wis2downloader\): nothing to import, 2 already there$/m);
       expect(await fixture.state()).toEqual(before);
     });
 
+    it('names every scope that cannot take the import, not only the first; nothing written', async () => {
+      expect((await cli(['auth', 'public', ...DL])).code).toBe(0);
+      expect((await cli(['auth', 'public', '--path', 'mw-word'])).code).toBe(0);
+      const before = await fixture.state();
+      const r = await cli(['auth', 'import', store, '--accept-narrower']);
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 1, stdout: '' });
+      expect(r.stderr).toMatch(/^path:wis2downloader is public: take that back first/m);
+      expect(r.stderr).toMatch(/^path:mw-word is public: take that back first/m);
+      expect(r.stderr).toMatch(/\nerror: 2 scopes cannot take the import \(above\); nothing was written\n$/);
+      expect(await fixture.state()).toEqual(before);
+    });
+
     it('has-access-topic, show and remove-token know imported tokens (short ones included)', async () => {
-      expect((await cli(['auth', 'import', store])).code).toBe(0);
+      expect((await cli(['auth', 'import', store, '--accept-narrower'])).code).toBe(0);
+      // A token with spaces and other than ASCII, as wis2box-auth took it, in both scopes of its one-word topic.
+      expect((await cli(['auth', 'has-access-topic', '--path', 'mw-word/x', IMPORT_ROWS[7]!.token])).code).toBe(0);
+      expect((await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'mw-word.x', IMPORT_ROWS[7]!.token])).code).toBe(0);
       const own = await cli(['auth', 'has-access-topic', ...DL, 'mytoken']);
       expect(own.code).toBe(0);
       expect(own.stdout).toMatch(/^granted: token [0-9a-f]{12} \(imported\) is a valid token of path:wis2downloader\n$/);

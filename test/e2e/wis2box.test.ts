@@ -26,7 +26,11 @@ const plan = nginxPlan();
 if (plan.action === 'skip') console.warn(`e2e wis2box suite skipped (SVC_E2E_SKIP_NGINX=1): ${plan.message}`);
 const suite = plan.action === 'skip' ? describe.skip : describe;
 
-/** The store's tokens: `mytoken` as wis2box's docs write it, the others fresh per run. */
+/**
+ * The store's tokens: `mytoken` as wis2box's docs write it, the others fresh per run; and the values wis2box-auth took
+ * (through ?token=, UTF-8 decoded) that no svc token can be: spaces, other than ASCII, `svc_` without our checksum,
+ * over 512 characters, 4,096 bytes.
+ */
 const TOKENS = {
   downloader: 'mytoken',
   downloader2: newToken(),
@@ -35,6 +39,11 @@ const TOKENS = {
   processes: newToken(),
   stations: newToken(),
   noKind: newToken(),
+  word: `a partner token with spaces ${newToken().slice(-8)}`,
+  nonAscii: `jeton-météo-€-パートナー-${newToken().slice(-8)}`,
+  svcPrefix: `svc_${newToken().slice(-20)}`,
+  long: `${newToken()}-`.repeat(12).slice(0, 600),
+  max: `${newToken()}-`.repeat(80).slice(0, 4096),
 } as const;
 type Name = keyof typeof TOKENS;
 const WRONG = 'mytoken2';
@@ -47,6 +56,12 @@ const ROWS: readonly { name: Name; topic: string }[] = [
   { name: 'processes', topic: 'processes/wis2box' },
   { name: 'stations', topic: 'collections/stations' },
   { name: 'noKind', topic: 'mw met.data' },
+  // A bare word: wis2box-auth closed every URL containing it.
+  { name: 'word', topic: 'mw-word' },
+  { name: 'nonAscii', topic: 'urn:wmo:md:mw-met:surface-weather-observations' },
+  { name: 'svcPrefix', topic: 'processes/wis2box' },
+  { name: 'long', topic: 'collections/stations' },
+  { name: 'max', topic: 'wis2downloader' },
 ];
 
 const DAY = '/data/2026-11-25/wis';
@@ -75,17 +90,20 @@ let ports: Wis2boxPorts;
 let backend: Server | undefined;
 let svcAuth: SvcAuth | undefined;
 let nginx: Nginx | undefined;
+let refusedImport: Result;
 let firstImport: Result;
 let secondImport: Result;
 let dryRun: Result;
 let before: Record<string, string>;
+let afterRefused: Record<string, string>;
 let afterDryRun: Record<string, string>;
 let afterSecond: Record<string, string>;
 
 function send(port: number, method: string, target: string, token?: { value: string; via: 'query' | 'bearer' }): Promise<RawResponse> {
   const headers: [string, string][] = [];
   let t = target;
-  if (token?.via === 'bearer') headers.push(['Authorization', `Bearer ${token.value}`]);
+  // The head goes out as latin1: a UTF-8 token's bytes are sent as they are.
+  if (token?.via === 'bearer') headers.push(['Authorization', `Bearer ${Buffer.from(token.value, 'utf8').toString('latin1')}`]);
   else if (token) t = `${target}${target.includes('?') ? '&' : '?'}token=${encodeURIComponent(token.value)}`;
   return rawRequest(port, { method, target: t, headers, ...(method === 'POST' ? { body: '{}' } : {}) });
 }
@@ -111,11 +129,13 @@ suite('wis2box through its own nginx configuration, tokens imported from wis2box
     const store = join(base, 'auth.db');
     makeWis2boxAuthStore(store, ROWS.map((r) => ({ token: TOKENS[r.name], topic: r.topic })));
     before = dirState(scopesDir);
-    dryRun = await svcProcess(['--dir', scopesDir, 'auth', 'import', store, '--dry-run']);
+    refusedImport = await svcProcess(['--dir', scopesDir, 'auth', 'import', store]);
+    afterRefused = dirState(scopesDir);
+    dryRun = await svcProcess(['--dir', scopesDir, 'auth', 'import', store, '--dry-run', '--accept-narrower']);
     afterDryRun = dirState(scopesDir);
-    firstImport = await svcProcess(['--dir', scopesDir, 'auth', 'import', store]);
+    firstImport = await svcProcess(['--dir', scopesDir, 'auth', 'import', store, '--accept-narrower']);
     const afterFirst = dirState(scopesDir);
-    secondImport = await svcProcess(['--dir', scopesDir, 'auth', 'import', store]);
+    secondImport = await svcProcess(['--dir', scopesDir, 'auth', 'import', store, '--accept-narrower']);
     afterSecond = dirState(scopesDir);
     expect(afterSecond).toEqual(afterFirst);
     const [current, older, auth, metrics, backendPort] = (await freePorts(5)) as [number, number, number, number, number];
@@ -134,24 +154,35 @@ suite('wis2box through its own nginx configuration, tokens imported from wis2box
   }, 60_000);
 
   describe('svc auth import with the real CLI', () => {
-    it('--dry-run writes nothing; the import writes one scope per kind; a topic of no kind is skipped', () => {
+    it('without --accept-narrower: the row of no kind and the bare word are named (with what stays open), exit 2, nothing written', () => {
+      expect(refusedImport.code).toBe(2);
+      expect(refusedImport.stdout).toBe('');
+      expect(refusedImport.stderr).toMatch(/^row 7 \(topic "mw met\.data"\): fits no scope kind/m);
+      expect(refusedImport.stderr).toMatch(/^row 8 \(topic "mw-word"\): wis2box-auth closed every URL containing it; path mw-word closes it at the root, topic mw-word as a whole segment under \/data and a "\."-level of a collection id; no scope closes it:$/m);
+      expect(refusedImport.stderr).toMatch(/^ {4}as a ":"-part of a metadata id/m);
+      expect(refusedImport.stderr).toMatch(/^error: 2 rows of \S+ cannot be imported as they protected \(above\): pass --accept-narrower [^\n]*; nothing was written$/m);
+      expect(afterRefused).toEqual(before);
+    });
+
+    it('--accept-narrower: --dry-run writes nothing; the import writes one scope per kind (two for the bare word); the topic of no kind is skipped', () => {
       expect([dryRun.code, firstImport.code, secondImport.code]).toEqual([0, 0, 0]);
       expect(afterDryRun).toEqual(before);
       expect(afterSecond).not.toEqual(before);
-      expect(firstImport.stderr).toMatch(/^skipped topic "mw met\.data" \(1 row\)/);
-      for (const line of [/^path wis2downloader \(topic wis2downloader\): 2 tokens imported/m, /^dataset urn:wmo:md:mw-met:surface-weather-observations .*: 1 token imported/m,
-        /^topic mw-met\.data\.core\.weather .*: 1 token imported/m, /^path processes\/wis2box .*: 1 token imported/m, /^path collections\/stations .*: 1 token imported/m]) {
+      expect(firstImport.stderr).toMatch(/^row 7 \(topic "mw met\.data"\): fits no scope kind [^\n]* - skipped$/m);
+      for (const line of [/^path wis2downloader \(topic wis2downloader\): 3 tokens imported/m, /^dataset urn:wmo:md:mw-met:surface-weather-observations .*: 2 tokens imported/m,
+        /^topic mw-met\.data\.core\.weather .*: 1 token imported/m, /^path processes\/wis2box .*: 2 tokens imported/m, /^path collections\/stations .*: 2 tokens imported/m,
+        /^path mw-word \(topic mw-word\): 1 token imported/m, /^topic mw-word \(topic mw-word\): 1 token imported/m]) {
         expect(firstImport.stdout).toMatch(line);
       }
     });
 
     it('a second run changes nothing and says so', () => {
-      expect(secondImport.stdout).toMatch(/^path wis2downloader \(topic wis2downloader\): nothing to import, 2 already there/m);
+      expect(secondImport.stdout).toMatch(/^path wis2downloader \(topic wis2downloader\): nothing to import, 3 already there/m);
       expect(secondImport.stdout).not.toMatch(/tokens? imported/);
     });
 
     it('no token in the manifests or in what the CLI printed', () => {
-      const text = Object.values(afterSecond).join('\n') + dryRun.stdout + dryRun.stderr + firstImport.stdout + firstImport.stderr + secondImport.stdout + secondImport.stderr;
+      const text = Object.values(afterSecond).join('\n') + refusedImport.stderr + dryRun.stdout + dryRun.stderr + firstImport.stdout + firstImport.stderr + secondImport.stdout + secondImport.stderr;
       expect(Object.values(TOKENS).map((t) => text.includes(t))).toEqual(Object.values(TOKENS).map(() => false));
     });
   });
@@ -170,6 +201,28 @@ suite('wis2box through its own nginx configuration, tokens imported from wis2box
       const own = GOVERNED.find((x) => x.own === g.other)!;
       expect((await answer(ports.current, own.method, own.target, bearer(g.other)))[0]).toBe(200);
       expect(await answer(ports.current, g.method, g.target, bearer(g.other))).toEqual([403, false]);
+    });
+
+    it.each<[Name, string, string]>([
+      ['word', 'GET', `${DAY}/mw-word/x.bufr4`],
+      ['word', 'GET', '/oapi/collections/mw-met.mw-word.obs/items'],
+      ['nonAscii', 'GET', `${DAY}/urn:wmo:md:mw-met:surface-weather-observations/x.bufr4`],
+      ['svcPrefix', 'POST', '/oapi/processes/wis2box-synop2bufr/execution'],
+      ['long', 'POST', '/oapi/collections/stations/items'],
+      ['max', 'GET', '/wis2downloader/subscriptions'],
+    ])('a token no svc token can be (%s), as wis2box-auth took it: 200 through ?token= and Bearer on %s %s; 401 without', async (name, method, target) => {
+      expect(await answer(ports.current, method, target, query(name))).toEqual([200, true]);
+      expect(await answer(ports.current, method, target, bearer(name))).toEqual([200, true]);
+      expect(await answer(ports.current, method, target)).toEqual([401, false]);
+      expect(await answer(ports.current, method, target, { value: `${TOKENS[name]}x`, via: 'query' })).toEqual([401, false]);
+    });
+
+    it('the bare word stays closed as a whole segment under /data and a level of a collection id; its ":"-part form is the narrower protection accepted', async () => {
+      for (const target of [`${DAY}/mw-word/x.bufr4`, `${DAY}/origin/a/wis2/mw-word/data/x.bufr4`, '/oapi/collections/mw-word/items', '/oapi/collections/x.mw-word/items/1']) {
+        expect([target, ...(await answer(ports.current, 'GET', target))]).toEqual([target, 401, false]);
+      }
+      // The form wis2box-auth closed that no scope can: listed by the import, accepted with --accept-narrower.
+      expect(await answer(ports.current, 'GET', '/oapi/collections/urn:wmo:md:mw-word:obs/items')).toEqual([200, true]);
     });
 
     it('/wis2downloaderx is not covered by wis2downloader (nginx matches its location, svc-auth does not)', async () => {

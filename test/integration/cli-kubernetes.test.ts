@@ -10,6 +10,8 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { hashToken, scopeObjectName, tokenIdOf, type ProtectedScope } from '../../core/index.js';
 import { buildCli, removeDir, svc, svcProcess, tempDir } from '../cli/harness.js';
+import { until } from '../support/wait.js';
+import { makeWis2boxAuthStore } from '../support/wis2box-auth-store.js';
 import { runSuite, T1, T2 } from '../cli/suite.js';
 import { describeCluster, kubeConfig, kubeconfigFor, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
 
@@ -207,4 +209,101 @@ describeCluster('svc on a real API server: concurrency and failures', () => {
       [scopeObjectName({ kind: 'topic', value: 'a.b' }), []],
     ]);
   });
+});
+
+/**
+ * A ValidatingAdmissionPolicy that refuses ProtectedScopes by name in one namespace: every write (`always`), or only
+ * real ones (`written`: a dry run passes, as when a write fails for a reason a dry run cannot see). A canary object
+ * name in each tells when the API server enforces the current expression.
+ */
+async function refuseByName(namespace: string, always: readonly string[], written: readonly string[], canary: string): Promise<void> {
+  const admission = kubeConfig().makeApiClient(k8s.AdmissionregistrationV1Api);
+  const name = `refuse-${namespace}`;
+  const list = (names: readonly string[]) => `[${names.map((n) => `'${n}'`).join(', ')}]`;
+  const expression = `request.namespace != '${namespace}' || !(object.metadata.name in ${list([...always, canary])}) && !(request.dryRun != true && object.metadata.name in ${list(written)})`;
+  const body = {
+    metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: [group], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [plural] }] },
+      validations: [{ expression, message: 'refused by the test\'s admission policy' }],
+    },
+  };
+  const existing = await admission.readValidatingAdmissionPolicy({ name }).catch(() => undefined);
+  if (existing) await admission.replaceValidatingAdmissionPolicy({ name, body: { ...body, metadata: { name, resourceVersion: existing.metadata!.resourceVersion! } } });
+  else {
+    await admission.createValidatingAdmissionPolicy({ body });
+    await admission.createValidatingAdmissionPolicyBinding({ body: { metadata: { name }, spec: { policyName: name, validationActions: ['Deny'] } } });
+  }
+  await until(`the admission policy refusing ${canary}`, async () => !(await canaryCreated(namespace, canary)));
+}
+
+/** Creates (and deletes again) an object named `canary`; false when admission refused it. */
+async function canaryCreated(namespace: string, canary: string): Promise<boolean> {
+  const api = kubeConfig().makeApiClient(k8s.CustomObjectsApi);
+  try {
+    await create(namespace, { apiVersion: `${group}/${version}`, kind: 'ProtectedScope', metadata: { name: canary }, spec: { path: 'canary', tokens: [] } });
+  } catch (e) {
+    if (/refused by the test's admission policy/.test(String((e as { body?: unknown }).body ?? e))) return false;
+    throw e;
+  }
+  await api.deleteNamespacedCustomObject({ group, version, namespace, plural, name: canary });
+  return true;
+}
+
+describeCluster('svc auth import on a real API server: no transaction, so a dry run first, and a failed write says what was written', () => {
+  const dir = tempDir('svc-import-k8s-');
+  afterAll(() => removeDir(dir));
+  const ROWS = [
+    { token: 'downloader-partner-0001', topic: 'wis2downloader' },
+    { token: 'dataset-partner-token-2', topic: 'urn:wmo:md:mw-met:obs' },
+    { token: 'processes-token-0000003', topic: 'processes/wis2box' },
+    { token: 'stations-token-00000004', topic: 'collections/stations' },
+  ];
+  const scopes = [{ kind: 'path', value: 'wis2downloader' }, { kind: 'dataset', value: 'urn:wmo:md:mw-met:obs' }, { kind: 'path', value: 'processes/wis2box' }, { kind: 'path', value: 'collections/stations' }] as const;
+  const names = scopes.map((s) => scopeObjectName(s));
+
+  it('refused by admission: every refused scope named by the dry run, nothing written; refused midway: what was written named; run again: complete', async () => {
+    const namespace = await newNamespace('cli-import');
+    const store = join(dir, 'auth.db');
+    makeWis2boxAuthStore(store, ROWS);
+    const args = ['--kubeconfig', kubeconfigPath(), '-n', namespace, 'auth', 'import', store];
+    const admission = kubeConfig().makeApiClient(k8s.AdmissionregistrationV1Api);
+    try {
+      // 1. Two scopes refused for every write: the dry run names both, nothing is written.
+      await refuseByName(namespace, [names[1]!, names[3]!], [], 'canary-one');
+      const before = await state(namespace);
+      const dry = await svc(args);
+      expect({ code: dry.code, stdout: dry.stdout }).toEqual({ code: 1, stdout: '' });
+      expect(dry.stderr).toMatch(new RegExp(`^error: 2 scopes refused by namespace ${namespace} \\(context [^)]+\\) \\(a dry run; nothing was written\\): dataset:urn:wmo:md:mw-met:obs: [^;]*refused by the test's admission policy[^;]*; path:collections/stations: [^\\n]*refused by the test's admission policy[^\\n]*\\n$`));
+      expect(await state(namespace)).toEqual(before);
+
+      // 2. The last scope refused only when really written (a dry run passes): the error names what was written.
+      await refuseByName(namespace, [], [names[3]!], 'canary-two');
+      const partial = await svc(args);
+      expect({ code: partial.code, stdout: partial.stdout }).toEqual({ code: 1, stdout: '' });
+      expect(partial.stderr).toMatch(/^error: writing path:collections\/stations failed: [^\n]*refused by the test's admission policy[^\n]*\. Written before it: /);
+      expect(partial.stderr).toContain(`Written before it: path:wis2downloader (${names[0]}), dataset:urn:wmo:md:mw-met:obs (${names[1]}), path:processes/wis2box (${names[2]}); not written: path:collections/stations. Run the same import again once the cause is fixed: it adds only what is missing\n`);
+      expect((await list(namespace)).map((o) => o.metadata.name).sort()).toEqual([names[0], names[1], names[2]].sort());
+
+      // 3. The cause gone, the same import completes what is missing and leaves what is there.
+      await admission.deleteValidatingAdmissionPolicyBinding({ name: `refuse-${namespace}` });
+      await admission.deleteValidatingAdmissionPolicy({ name: `refuse-${namespace}` });
+      await until('the admission policy gone', () => canaryCreated(namespace, 'canary-two'));
+      const written = (await list(namespace)).filter((o) => o.metadata.name !== names[3]).map((o) => [o.metadata.name, o.metadata.resourceVersion]);
+      const again = await svc(args);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(/^path collections\/stations \(topic collections\/stations\): 1 token imported/m);
+      expect(again.stdout).toMatch(/^path wis2downloader \(topic wis2downloader\): nothing to import, 1 already there$/m);
+      const after = await list(namespace);
+      expect(after.map((o) => o.metadata.name).sort()).toEqual([...names].sort());
+      expect(after.filter((o) => o.metadata.name !== names[3]).map((o) => [o.metadata.name, o.metadata.resourceVersion])).toEqual(written);
+      const third = await state(namespace);
+      expect((await svc(args)).code).toBe(0);
+      expect(await state(namespace)).toEqual(third);
+    } finally {
+      await admission.deleteValidatingAdmissionPolicyBinding({ name: `refuse-${namespace}` }).catch(() => undefined);
+      await admission.deleteValidatingAdmissionPolicy({ name: `refuse-${namespace}` }).catch(() => undefined);
+    }
+  }, 300_000);
 });

@@ -91,6 +91,9 @@ describeCluster('ProtectedScope CRD', () => {
       const imported = { id: key.slice(0, 12), hash: `pbkdf2-sha256:100000:${randomBytes(24).toString('hex')}:${key}`, createdAt: '2026-11-21T10:00:00Z', description: 'imported from wis2box-auth' };
       const created = await create(scope({ path: 'wis2downloader', tokens: [imported, token()] })) as { spec: { tokens: TokenRecord[] } };
       expect(created.spec.tokens[0]).toEqual(imported);
+      // At most 600000 iterations: the bound itself is accepted.
+      const costliest = { ...imported, hash: imported.hash.replace(':100000:', ':600000:') };
+      expect(((await create(scope({ path: 'wis2downloader', tokens: [costliest] }))) as { spec: { tokens: TokenRecord[] } }).spec.tokens[0]).toEqual(costliest);
       expect(validateProtectedScope(scope({ path: 'wis2downloader', tokens: [imported] })).ok).toBe(true);
     });
 
@@ -205,6 +208,8 @@ describeCluster('ProtectedScope CRD', () => {
       ['a 31-byte key', (h: string) => ({ id: h.slice(-62, -50), hash: h.slice(0, -2) })],
       ['a 7-byte salt', (h: string) => ({ id: h.slice(-64, -52), hash: h.replace(/:([0-9a-f]{48}):/, (_m, salt: string) => `:${salt.slice(0, 14)}:`) })],
       ['zero iterations', (h: string) => ({ id: h.slice(-64, -52), hash: h.replace(':100000:', ':0:') })],
+      ['600001 iterations (above OWASP\'s 600000 for PBKDF2-SHA256)', (h: string) => ({ id: h.slice(-64, -52), hash: h.replace(':100000:', ':600001:') })],
+      ['9999999 iterations', (h: string) => ({ id: h.slice(-64, -52), hash: h.replace(':100000:', ':9999999:') })],
       ['upper-case hex', (h: string) => ({ id: h.slice(-64, -52), hash: h.toUpperCase().replace('PBKDF2-SHA256', 'pbkdf2-sha256') })],
     ])('an imported hash with %s', async (_label, make) => {
       const hash = `pbkdf2-sha256:100000:${randomBytes(24).toString('hex')}:${randomBytes(32).toString('hex')}`;

@@ -35,3 +35,14 @@ export function makeWis2boxAuthStore(file: string, rows: readonly StoreRow[]): v
   // Python's own error lines name no token (they are only on stdin); the status is what matters.
   if (r.status !== 0) throw new Error(`making the wis2box-auth store failed (exit ${r.status ?? r.signal}): ${r.stderr.split('\n').slice(-3).join(' ')}`);
 }
+
+/**
+ * An SQLite file made by Python's sqlite3 from SQL statements (stores no wis2box-auth would write: views, NULL
+ * topics, generated columns, too many rows). Nothing secret goes in: crafted rows carry random salts and keys.
+ */
+export function makeSqliteFile(file: string, script: string): void {
+  const code = 'import sqlite3, sys\nconn = sqlite3.connect(sys.argv[1])\nconn.executescript(sys.stdin.read())\nconn.commit()\nconn.close()\n';
+  const r = spawnSync('python3', ['-c', code, file], { input: script, encoding: 'utf8', timeout: 120_000 });
+  if (r.error) throw new Error(`python3 is needed to make an SQLite file (apt-get install -y python3): ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`making the SQLite file failed (exit ${r.status ?? r.signal}): ${r.stderr.split('\n').slice(-3).join(' ')}`);
+}
