@@ -52,7 +52,23 @@ describe('wis2box-auth topics map to scopes', () => {
     expect(r.ok && r.value.narrower[0]).toMatch(/^below any other path than the root/);
   });
 
-  it.each(['collections/other', 'a b', '', '   ', 'a..b', 'mw-met:obs'])('%j fits no scope', (topic) => {
+  it.each<[string, Scope]>([
+    ['oapi/processes/wis2box', { kind: 'path', value: 'processes/wis2box' }],
+    ['/oapi/collections/stations', { kind: 'path', value: 'collections/stations' }],
+    ['OAPI/processes/x-y', { kind: 'path', value: 'processes/x-y' }],
+  ])('%j, a path below the API prefix, becomes its special form (never a path scope the CRD refuses)', (topic, scope) => {
+    const r = importOfWis2boxTopic(topic);
+    expect(r.ok ? r.value : r.error).toEqual({ scopes: [scope], narrower: [] });
+  });
+
+  it('the API prefix is the one given: below another prefix, oapi/processes is an ordinary path', () => {
+    const moved = { wafPrefix: ['data'], apiPrefix: ['api'] };
+    expect(importOfWis2boxTopic('api/processes/x', moved)).toEqual({ ok: true, value: { scopes: [{ kind: 'path', value: 'processes/x' }], narrower: [] } });
+    const r = importOfWis2boxTopic('api/collections/other', moved);
+    expect(r.ok).toBe(false);
+  });
+
+  it.each(['collections/other', 'oapi/collections/other', '/oapi/processes', 'a b', '', '   ', 'a..b', 'mw-met:obs'])('%j fits no scope', (topic) => {
     expect(importOfWis2boxTopic(topic).ok).toBe(false);
   });
 });

@@ -17,6 +17,7 @@
 import { formatImportedHash, DERIVED_KEY_BYTES, WIS2BOX_ITERATIONS } from './imported-hash.js';
 import type { TokenRecord } from './protected-scope.js';
 import { err, ok, type Result } from './result.js';
+import { canonicalPath, DEFAULT_PREFIXES, type PathPrefixes } from './path-scope.js';
 import { parseScope, scopeKey, TOPIC_PATTERN, type Scope } from './scope.js';
 import { tokenIdOf } from './token.js';
 
@@ -61,12 +62,17 @@ export function shown(value: string): string {
 }
 
 /** The scopes a wis2box-auth topic becomes (module comment), or why it becomes none. */
-export function importOfWis2boxTopic(topic: string): Result<TopicImport> {
+export function importOfWis2boxTopic(topic: string, prefixes: PathPrefixes = DEFAULT_PREFIXES): Result<TopicImport> {
   const value = topic.trim();
   if (value.length === 0) return err('an empty topic');
   if (value.startsWith('urn:')) return kept(parseScope('dataset', value));
   if (value.includes('.') && !value.includes('/')) return kept(parseScope('topic', value));
   const bare = value.replace(/^\/+|\/+$/g, '');
+  // A path spelt below the API prefix (`oapi/processes/x`) is the special form svc writes (`processes/x`), or a form
+  // no scope may take: never a path scope the CRD would refuse.
+  const canonical = canonicalPath(bare, prefixes);
+  if (!canonical.ok) return err(`fits no scope kind (${canonical.error})`);
+  if (canonical.value !== bare) return kept(parseScope('path', canonical.value));
   if (WIS2BOX_PATH.test(bare)) return kept(parseScope('path', bare));
   const path = parseScope('path', bare);
   const oneWord = !bare.includes('/');
@@ -146,13 +152,13 @@ export interface ImportPlan {
 }
 
 /** Maps every row: pure, so a dry run and a real one plan the same. */
-export function planWis2boxImport(rows: readonly Wis2boxRow[], createdAt: string): ImportPlan {
+export function planWis2boxImport(rows: readonly Wis2boxRow[], createdAt: string, prefixes: PathPrefixes = DEFAULT_PREFIXES): ImportPlan {
   const scopes = new Map<string, PlannedScope>();
   const unusable = new Map<string, UnusableRows>();
   const narrower = new Map<string, NarrowerRows>();
   for (const r of rows) {
     const topic = rowTopic(r);
-    const mapped = topic.ok ? importOfWis2boxTopic(topic.value) : topic;
+    const mapped = topic.ok ? importOfWis2boxTopic(topic.value, prefixes) : topic;
     const hash = rowHash(r);
     if (!mapped.ok || !hash.ok) {
       const reason = !mapped.ok ? mapped.error : hash.ok ? '' : hash.error;

@@ -98,7 +98,7 @@ function rowReport(plan: ImportPlan, accepted: boolean): string[] {
 }
 
 export async function importStore(ctx: CommandContext, file: string, options: ImportOptions): Promise<number> {
-  const plan = planWis2boxImport(await readWis2boxStore(file), isoSeconds(ctx.io.now()));
+  const plan = planWis2boxImport(await readWis2boxStore(file), isoSeconds(ctx.io.now()), ctx.prefixes);
   const accepted = options.acceptNarrower === true;
   const rowsRefused = !accepted && (plan.unusable.length > 0 || plan.narrower.length > 0);
   const report = rowReport(plan, accepted);
