@@ -7,7 +7,7 @@ import { decide, DEFAULT_CONFIG, type Decision, type VerifyJwt } from './decide.
 import { normalizeTarget } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, scopeLevels, type Scope } from './scope.js';
-import { compileSnapshot } from './snapshot.js';
+import { compileSnapshot } from './snapshot/compile.js';
 import { formatGeneratedToken, hashToken, hashTokenHex, isPlausibleToken, tokenIdOf } from './token.js';
 
 // Property tests of ACCESS-RULES.md. Worlds (sets of closed scopes) and requests are drawn from small
