@@ -22,6 +22,7 @@ function plain(index: AccessIndex): unknown {
     scopeCount: index.scopeCount,
     tokenCount: index.tokenCount,
     topics: [...index.topics].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, c]) => [k, node(c)]),
+    prefixes: index.prefixes && [...index.prefixes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, c]) => [k, node(c)]),
     datasets: [...index.datasets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, s]) => [k, scope(s)]),
     paths: [...index.paths].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, s]) => [k, scope(s)]),
     tokens: index.tokens
@@ -86,16 +87,22 @@ function shardsOf(state: { scope: number; tokens: { secret: number; exp: number;
   return { generation: index.generation, lines: snapshot.lines, shards: indexed };
 }
 
+/** The shards as the reader hands them over: those the index holds already come without their scopes. */
+const asDelivered = (shards: readonly IndexedShard[], held: ReadonlySet<string>, withoutScopes = false): IndexedShard[] =>
+  shards.map((s) => (withoutScopes || held.has(s.digest) ? { digest: s.digest, lines: s.lines } : s));
+
 describe('IncrementalIndex', () => {
   it('builds, by difference, exactly what AccessIndexBuilder builds, without touching the previous index', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(stateArb, fc.integer({ min: 60, max: 600 }), fc.boolean()), { minLength: 1, maxLength: 12 }), async (steps) => {
+      fc.asyncProperty(fc.array(fc.tuple(stateArb, fc.integer({ min: 60, max: 600 }), fc.boolean(), fc.nat(4)), { minLength: 1, maxLength: 12 }), async (steps) => {
         const inc = new IncrementalIndex();
-        for (const [state, maxBytes, commit] of steps) {
+        let held = new Set<string>();
+        for (const [state, maxBytes, commit, lost] of steps) {
           const { generation, lines, shards } = shardsOf(state, maxBytes);
           const before = inc.current;
           const frozen = before && JSON.stringify(plain(before));
-          const r = await inc.update(generation, shards);
+          // Now and then no scopes at all, as if the reader had lost them: a full build from the lines.
+          const r = await inc.update(generation, asDelivered(shards, held, lost === 0));
           expect(r.ok).toBe(true);
           if (!r.ok) return;
           const expected = buildIndex(generation, lines);
@@ -103,11 +110,53 @@ describe('IncrementalIndex', () => {
           if (!expected.ok) return;
           expect(plain(r.value.index)).toEqual(plain(expected.value));
           if (before) expect(JSON.stringify(plain(before))).toBe(frozen);
-          if (commit) r.value.commit();
+          if (commit) {
+            r.value.commit();
+            held = new Set(shards.map((s) => s.digest));
+          }
         }
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('updates by difference a change to a prefix path (wis2downloader), as to any other scope', async () => {
+    const inc = new IncrementalIndex();
+    const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
+    state.push({ scope: SCOPES.findIndex((x) => x.path === 'wis2downloader'), tokens: [{ secret: 0, exp: 0 }] });
+    const first = shardsOf(state, 200);
+    const a = await inc.update(first.generation, first.shards);
+    if (!a.ok) throw new Error(a.error);
+    a.value.commit();
+    state[10] = { ...state[10]!, tokens: [{ secret: 0, exp: 0 }, { secret: 1, exp: 2 }] };
+    const second = shardsOf(state, 200);
+    const b = await inc.update(second.generation, asDelivered(second.shards, new Set(first.shards.map((s) => s.digest))));
+    if (!b.ok) throw new Error(b.error);
+    expect(b.value.incremental).toBe(true);
+    const full = buildIndex(second.generation, second.lines);
+    if (!full.ok) throw new Error(full.error);
+    expect(plain(b.value.index)).toEqual(plain(full.value));
+    expect(b.value.index.prefixes).not.toBe(a.value.index.prefixes);
+  });
+
+  it('applies a change from the new shards\' scopes alone: the shards it holds come without theirs', async () => {
+    const inc = new IncrementalIndex();
+    const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
+    const first = shardsOf(state, 200);
+    const a = await inc.update(first.generation, first.shards);
+    if (!a.ok) throw new Error(a.error);
+    a.value.commit();
+    state[3] = { scope: 3, tokens: [{ secret: 1, exp: 2 }] };
+    const second = shardsOf(state, 200);
+    const held = new Set(first.shards.map((s) => s.digest));
+    const given = asDelivered(second.shards, held);
+    expect(given.some((s) => s.scopes === undefined)).toBe(true);
+    const b = await inc.update(second.generation, given);
+    if (!b.ok) throw new Error(b.error);
+    expect(b.value.incremental).toBe(true);
+    const full = buildIndex(second.generation, second.lines);
+    if (!full.ok) throw new Error(full.error);
+    expect(plain(b.value.index)).toEqual(plain(full.value));
   });
 
   it('updates by difference when little changed', async () => {

@@ -1,14 +1,19 @@
 /**
- * The decision index of the ConfigMap source, updated by difference. Parsing and indexing a 100,000-token
- * snapshot from scratch with core's AccessIndexBuilder costs far more than a change to one scope, which
- * touches one shard: the next index is the previous one with that shard's scopes replaced. Nothing is edited
- * in place: the new index shares the unchanged parts (IndexedScope objects, untouched trie nodes) and copies
- * every map it changes, so the index in service is never seen half-updated and the swap stays one
- * assignment. The token table (which has no deletion) is the exception: every new index gets a new one,
- * made of the previous table's records minus the removed scopes' (copied as bytes, no parsing) plus the
- * added scopes' tokens, in slices. The result is structurally what AccessIndexBuilder would build from
- * the same lines (a property test holds the two equal); anything unexpected (a duplicate scope) falls back
- * to a full build.
+ * The decision index of the ConfigMap source, updated by difference. Building a 100,000-token index from scratch
+ * with core's AccessIndexBuilder costs far more than a change to one scope, which touches one shard: the next
+ * index is the previous one with that shard's scopes replaced. Nothing is edited in place: the new index shares
+ * the unchanged parts (IndexedScope objects, untouched trie nodes) and copies every map it changes, so the index
+ * in service is never seen half-updated and the swap stays one assignment. The token table (which has no
+ * deletion) is the exception: every new index gets a new one, made of the previous table's records minus the
+ * removed scopes' (copied as bytes, no parsing) plus the added scopes' tokens, in slices. The result is
+ * structurally what AccessIndexBuilder would build from the same lines (a property test holds the two equal).
+ *
+ * Of each shard it keeps what the next difference needs and nothing more: the reader's lines (the same strings,
+ * not a copy), to tell a line that moved between shards from one that changed, and the index entry each line
+ * made, to take a removed line out. A shard's parsed scopes are only read while they are added (the reader
+ * parses each new shard once and keeps none). Scopes that differ only in case share one entry and are rebuilt
+ * whole, as is anything unexpected (a scope twice); a full build parses the lines of the shards whose scopes
+ * were not handed over.
  */
 import {
   AccessIndexBuilder,
@@ -17,6 +22,7 @@ import {
   foldCase,
   isPrefixPath,
   indexedScopeOf,
+  parseScopeLine,
   scopeKey,
   scopeLevels,
   TokenTableBuilder,
@@ -28,15 +34,24 @@ import {
   type TopicNode,
 } from '../../core/index.js';
 
+/** A shard of the generation to index, in index order: its lines, and its scopes when it is new to the index. */
 export interface IndexedShard {
   readonly digest: string;
   readonly lines: readonly string[];
-  readonly scopes: readonly SnapshotScope[];
+  /** Parsed once by the reader when the shard arrived; absent for shards the index has held before. */
+  readonly scopes?: readonly SnapshotScope[];
+}
+
+/** A shard of the index in service: its lines, and the entry each line made (a case variant's is the shared one). */
+interface HeldShard {
+  readonly digest: string;
+  readonly lines: readonly string[];
+  readonly entries: readonly IndexedScope[];
 }
 
 interface State {
   readonly index: AccessIndex;
-  readonly shards: readonly IndexedShard[];
+  readonly shards: readonly HeldShard[];
 }
 
 export type Yield = () => Promise<void>;
@@ -61,7 +76,7 @@ export class IncrementalIndex {
   async update(generation: string, shards: readonly IndexedShard[], tick: Yield = noYield): Promise<Result<{ index: AccessIndex; incremental: boolean; commit: () => void }>> {
     const prev = this.state;
     if (prev) {
-      const r = await this.byDifference(prev, generation, shards, tick);
+      const r = await byDifference(prev, generation, shards, tick);
       if (r) {
         const commit = () => {
           if (this.state !== prev) return; // superseded: a difference from another base never becomes the base
@@ -74,72 +89,81 @@ export class IncrementalIndex {
     if (!full.ok) return full;
     return { ok: true, value: { index: full.value.index, incremental: false, commit: () => (this.state = full.value) } };
   }
-
-  private async byDifference(prev: State, generation: string, shards: readonly IndexedShard[], tick: Yield): Promise<State | undefined> {
-    const changes = changesBetween(prev.shards, shards);
-    if (!worthApplying(prev.index, changes)) return undefined;
-    const p = prev.index;
-    const edited = await applyScopes(p, changes, tick);
-    const { tokens, imported } = await nextTokenTable(p, changes, edited.fresh, tick);
-    const index: AccessIndex = {
-      generation, scopeCount: edited.scopeCount, tokenCount: tokens.size + imported,
-      topics: edited.topics.root, datasets: edited.datasets, paths: edited.paths, ...(p.prefixes ? { prefixes: p.prefixes } : {}), tokens,
-    };
-    return { index, shards };
-  }
 }
 
-/** The scopes a new shard list removes (by key) and adds, relative to the previous one. */
+/** The next state from `prev` by difference, or undefined when the difference cannot be applied (a full build then). */
+async function byDifference(prev: State, generation: string, shards: readonly IndexedShard[], tick: Yield): Promise<State | undefined> {
+  const changes = changesBetween(prev.shards, shards);
+  if (!changes || !applicable(prev.index, changes, shards)) return undefined;
+  const p = prev.index;
+  const edited = await applyScopes(p, changes, tick);
+  const { tokens, imported } = await nextTokenTable(p, changes, edited.fresh, tick);
+  const index: AccessIndex = {
+    generation, scopeCount: edited.scopeCount, tokenCount: tokens.size + imported,
+    topics: edited.topics.root, datasets: edited.datasets, paths: edited.paths,
+    ...(edited.prefixes.root.size > 0 ? { prefixes: edited.prefixes.root } : {}), tokens,
+  };
+  return { index, shards: heldShards(prev.shards, shards, changes, edited.fresh) };
+}
+
+/** The lines a new shard list removes (by the entry they made) and adds (with their scopes), relative to the previous one. */
 interface Changes {
-  readonly removed: ReadonlyMap<string, Scope>;
-  readonly added: readonly SnapshotScope[];
+  readonly removed: ReadonlySet<IndexedScope>;
+  readonly added: readonly (readonly [line: string, scope: SnapshotScope])[];
+  /** Lines that only moved between shards (boundaries shifted), with the entry they keep. */
+  readonly moved: ReadonlyMap<string, IndexedScope>;
 }
 
-function changesBetween(previous: readonly IndexedShard[], shards: readonly IndexedShard[]): Changes {
+/** The changes, or undefined when a new shard came without its scopes (then only a full build has them all). */
+function changesBetween(previous: readonly HeldShard[], shards: readonly IndexedShard[]): Changes | undefined {
   const before = new Set(previous.map((s) => s.digest));
   const after = new Set(shards.map((s) => s.digest));
-  const gone = previous.filter((s) => !after.has(s.digest));
   const come = shards.filter((s) => !before.has(s.digest));
-  // Lines that only moved between shards (boundaries shifted) are not changes.
-  const goneLines = new Set<string>();
-  for (const s of gone) for (const l of s.lines) goneLines.add(l);
+  if (come.some((s) => s.scopes === undefined)) return undefined;
   const comeLines = new Set<string>();
   for (const s of come) for (const l of s.lines) comeLines.add(l);
-  const removed = new Map<string, Scope>();
-  for (const s of gone) s.lines.forEach((l, i) => !comeLines.has(l) && removed.set(scopeKey(s.scopes[i]!), s.scopes[i]!));
-  const added: SnapshotScope[] = [];
-  for (const s of come) s.lines.forEach((l, i) => !goneLines.has(l) && added.push(s.scopes[i]!));
-  return { removed, added };
+  const removed = new Set<IndexedScope>();
+  const moved = new Map<string, IndexedScope>();
+  for (const s of previous) {
+    if (after.has(s.digest)) continue;
+    s.lines.forEach((l, i) => (comeLines.has(l) ? moved.set(l, s.entries[i]!) : removed.add(s.entries[i]!)));
+  }
+  const added: [string, SnapshotScope][] = [];
+  for (const s of come) s.lines.forEach((l, i) => !moved.has(l) && added.push([l, s.scopes![i]!]));
+  return { removed, added, moved };
 }
 
-/** Whether the changes are applied by difference; anything large, unusual or suspect is left to the full build. */
-function worthApplying(p: AccessIndex, { removed, added }: Changes): boolean {
-  // More than a third of the index changed: a full build is as cheap, and simpler.
-  if (removed.size + added.length > p.scopeCount / 3 + 50) return false;
-  // Prefix paths (`wis2downloader`) live in a trie of their own too; they are few and change rarely.
-  if ([...removed.values(), ...added].some((s) => s.kind === 'path' && isPrefixPath(s.value))) return false;
-  // A duplicate key means something is off: leave it to the full build and its error. Scopes that differ only
-  // in case share one entry (AccessIndexBuilder merges them): any change that touches such a key too.
+/** Whether the changes can be applied by difference; anything unusual or suspect is left to the full build. */
+function applicable(p: AccessIndex, { removed, added }: Changes, shards: readonly IndexedShard[]): boolean {
+  // Every line of the new snapshot is one scope of the next index (a line twice would not be).
+  const lines = shards.reduce((n, s) => n + s.lines.length, 0);
+  if (p.scopeCount - removed.size + added.length !== lines) return false;
+  // Scopes that differ only in case share one entry (AccessIndexBuilder merges them): any change that touches
+  // such an entry is left to the full build, as is a duplicate key and its error.
+  for (const entry of removed) if (entry.merged) return false;
   const addedKeys = new Set<string>();
   const addedFolded = new Set<string>();
-  for (const s of added) {
+  for (const [, s] of added) {
     const key = scopeKey(s);
     const folded = foldCase(key);
     if (addedKeys.has(key) || addedFolded.has(folded)) return false;
     addedKeys.add(key);
     addedFolded.add(folded);
     const held = entryOf(p, s);
-    if (held && (!removed.has(held.key) || held.merged)) return false;
-  }
-  for (const [key, scope] of removed) {
-    const held = entryOf(p, scope);
-    if (!held || held.key !== key || held.merged) return false;
+    if (held && (!removed.has(held) || held.merged)) return false;
   }
   return true;
 }
 
-/** The topic trie of the next index: copy-on-write along each edited path, the previous trie untouched. */
-class CopyOnWriteTopics {
+/** The shards of the next state: unchanged ones as they were; new ones with the entries their lines kept or made. */
+function heldShards(previous: readonly HeldShard[], shards: readonly IndexedShard[], { moved }: Changes, fresh: readonly FreshScope[]): HeldShard[] {
+  const held = new Map(previous.map((s) => [s.digest, s]));
+  const made = new Map(fresh.map(({ line, entry }) => [line, entry]));
+  return shards.map((s) => held.get(s.digest) ?? { digest: s.digest, lines: s.lines, entries: s.lines.map((l) => moved.get(l) ?? made.get(l)!) });
+}
+
+/** A trie of the next index (topics, prefix paths): copy-on-write along each edited path, the previous trie untouched. */
+class CopyOnWriteTrie {
   readonly root: Map<string, TopicNode>;
   private readonly cloned = new Set<TopicNode>();
 
@@ -179,39 +203,49 @@ class CopyOnWriteTopics {
   }
 }
 
+/** An added line's new entry, with the scope it was made of. */
+interface FreshScope {
+  readonly line: string;
+  readonly entry: IndexedScope;
+  readonly scope: SnapshotScope;
+}
+
 /** The next index's lookup structures, with the removed scopes out and the added ones (`fresh`) in. */
 interface EditedScopes {
   readonly datasets: Map<string, IndexedScope>;
   readonly paths: Map<string, IndexedScope>;
-  readonly topics: CopyOnWriteTopics;
+  readonly topics: CopyOnWriteTrie;
+  readonly prefixes: CopyOnWriteTrie;
   readonly scopeCount: number;
-  readonly fresh: readonly [IndexedScope, SnapshotScope][];
+  readonly fresh: readonly FreshScope[];
 }
 
 async function applyScopes(p: AccessIndex, { removed, added }: Changes, tick: Yield): Promise<EditedScopes> {
-  const datasets = new Map(p.datasets);
-  const paths = new Map(p.paths);
-  const topics = new CopyOnWriteTopics(p.topics);
-  let scopeCount = p.scopeCount;
+  const edited = {
+    datasets: new Map(p.datasets), paths: new Map(p.paths), topics: new CopyOnWriteTrie(p.topics), prefixes: new CopyOnWriteTrie(p.prefixes ?? new Map()),
+  };
   let n = 0;
-  for (const scope of removed.values()) {
-    scopeCount--;
-    if (scope.kind === 'dataset') datasets.delete(foldCase(scope.value));
-    else if (scope.kind === 'path') paths.delete(foldCase(scope.value));
-    else topics.set(scopeLevels(scope), undefined);
+  for (const { scope } of removed) {
+    place(edited, scope, undefined);
     if ((++n & 63) === 0) await tick();
   }
-  const fresh: [IndexedScope, SnapshotScope][] = [];
-  for (const s of added) {
-    const entry = indexedScopeOf(s);
-    fresh.push([entry, s]);
-    scopeCount++;
-    if (s.kind === 'dataset') datasets.set(foldCase(s.value), entry);
-    else if (s.kind === 'path') paths.set(foldCase(s.value), entry);
-    else topics.set(scopeLevels(entry.scope), entry);
+  const fresh: FreshScope[] = [];
+  for (const [line, scope] of added) {
+    const entry = indexedScopeOf(scope);
+    fresh.push({ line, entry, scope });
+    place(edited, entry.scope, entry);
     if ((++n & 63) === 0) await tick();
   }
-  return { datasets, paths, topics, scopeCount, fresh };
+  return { ...edited, scopeCount: p.scopeCount - removed.size + added.length, fresh };
+}
+
+/** Puts an entry where AccessIndexBuilder puts it (undefined: takes it out), under its case-folded key. */
+function place(edited: Omit<EditedScopes, 'scopeCount' | 'fresh'>, scope: Scope, entry: IndexedScope | undefined): void {
+  if (scope.kind === 'topic') return edited.topics.set(scopeLevels(scope), entry);
+  const map = scope.kind === 'dataset' ? edited.datasets : edited.paths;
+  if (entry) map.set(foldCase(scope.value), entry);
+  else map.delete(foldCase(scope.value));
+  if (scope.kind === 'path' && isPrefixPath(scope.value)) edited.prefixes.set(scopeLevels(scope), entry);
 }
 
 /**
@@ -220,44 +254,76 @@ async function applyScopes(p: AccessIndex, { removed, added }: Changes, tick: Yi
  * table holds its owners in its own array, so the previous table is never touched. `imported`: the PBKDF2
  * records, counted in tokenCount but kept on their entries rather than in the table.
  */
-async function nextTokenTable(p: AccessIndex, { removed }: Changes, fresh: readonly [IndexedScope, SnapshotScope][], tick: Yield): Promise<{ tokens: AccessIndex['tokens']; imported: number }> {
-  const dropped = new Set<IndexedScope>();
-  for (const scope of removed.values()) dropped.add(entryOf(p, scope)!);
-  const keep = (owner: IndexedScope) => !dropped.has(owner);
+async function nextTokenTable(p: AccessIndex, { removed }: Changes, fresh: readonly FreshScope[], tick: Yield): Promise<{ tokens: AccessIndex['tokens']; imported: number }> {
+  const keep = (owner: IndexedScope) => !removed.has(owner);
   let freshTokens = 0;
-  for (const [, s] of fresh) freshTokens += s.tokens.length;
+  for (const { scope } of fresh) freshTokens += scope.tokens.length;
   const table = new TokenTableBuilder<IndexedScope>(p.tokens.size + freshTokens);
   for (let r = 0; r < p.tokens.size; r += TOKENS_PER_TICK) {
     p.tokens.copyInto(table, keep, r, r + TOKENS_PER_TICK);
     await tick();
   }
   let sinceTick = 0;
-  for (const [entry, s] of fresh) {
-    addScopeTokens(table, entry, s);
-    sinceTick += s.tokens.length;
+  for (const { entry, scope } of fresh) {
+    addScopeTokens(table, entry, scope);
+    sinceTick += scope.tokens.length;
     if (sinceTick >= TOKENS_PER_TICK) {
       sinceTick = 0;
       await tick();
     }
   }
-  // As a full build would count them: the previous count, less the dropped entries' and plus the fresh ones'.
+  // As a full build would count them: the previous count, less the removed entries' and plus the fresh ones'.
   let imported = p.tokenCount - p.tokens.size;
-  for (const owner of dropped) imported -= owner.imported?.length ?? 0;
-  for (const [entry] of fresh) imported += entry.imported?.length ?? 0;
+  for (const owner of removed) imported -= owner.imported?.length ?? 0;
+  for (const { entry } of fresh) imported += entry.imported?.length ?? 0;
   return { tokens: table.build(), imported };
 }
 
+/** The index built whole from every shard's scopes, and the entry each line made. */
 async function fullBuild(generation: string, shards: readonly IndexedShard[], tick: Yield): Promise<Result<State>> {
+  const scopes = await scopesOf(shards, tick);
+  if (!scopes.ok) return scopes;
   let tokens = 0;
-  for (const shard of shards) for (const scope of shard.scopes) tokens += scope.tokens.length;
+  for (const list of scopes.value) for (const scope of list) tokens += scope.tokens.length;
   const builder = new AccessIndexBuilder(tokens);
   let n = 0;
-  for (const shard of shards) {
-    for (const scope of shard.scopes) {
+  for (const list of scopes.value) {
+    for (const scope of list) {
       const r = builder.add(scope);
       if (!r.ok) return { ok: false, error: `scope ${n + 1}: ${r.error}` };
       if ((++n & 15) === 0) await tick();
     }
   }
-  return { ok: true, value: { index: builder.build(generation), shards } };
+  const index = builder.build(generation);
+  const held: HeldShard[] = [];
+  for (const [i, shard] of shards.entries()) {
+    held.push({ digest: shard.digest, lines: shard.lines, entries: scopes.value[i]!.map((scope) => entryOf(index, scope)!) });
+    await tick();
+  }
+  return { ok: true, value: { index, shards: held } };
+}
+
+/**
+ * Each shard's scopes: as the reader handed them over, or parsed from its lines for a shard the index held before
+ * (a full build after a change to scopes that differ only in case, or to a scope twice).
+ */
+async function scopesOf(shards: readonly IndexedShard[], tick: Yield): Promise<Result<(readonly SnapshotScope[])[]>> {
+  const all: (readonly SnapshotScope[])[] = [];
+  let n = 0;
+  for (const shard of shards) {
+    if (shard.scopes) {
+      all.push(shard.scopes);
+      n += shard.lines.length;
+      continue;
+    }
+    const parsed: SnapshotScope[] = [];
+    for (const line of shard.lines) {
+      const r = parseScopeLine(line);
+      if (!r.ok) return { ok: false, error: `scope line ${n + 1}: ${r.error}` };
+      parsed.push(r.value);
+      if ((++n & 15) === 0) await tick();
+    }
+    all.push(parsed);
+  }
+  return { ok: true, value: all };
 }

@@ -2,7 +2,7 @@ import { describe, it, expect, afterEach } from '@jest/globals';
 import { compileSnapshot, decide, DEFAULT_CONFIG, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { FakeApi, FakeStore } from '../../k8s/fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot-objects.js';
+import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot/objects.js';
 import { ConfigMapSource } from './configmap.js';
 import type { LoadedSnapshot, SourceFailure } from './source.js';
 import { sleep, poll as until } from '../../test/support/wait.js';
