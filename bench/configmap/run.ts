@@ -17,9 +17,10 @@
 // with the node flags of their bin's shebang, so the comparison is between trees, not builds.
 //
 //   --base REF (default main)  --rounds N (default 2)  --duration S (default 4)  --kubeconfig FILE (an existing cluster)
+//   --json FILE (default .cache/bench-configmap.json: every round's figures)
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +48,7 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string', default: '2' },
     duration: { type: 'string', default: '4' },
     kubeconfig: { type: 'string' },
+    json: { type: 'string' },
   },
 });
 const ROUNDS = Number(flags.rounds);
@@ -326,6 +328,10 @@ async function main(): Promise<void> {
       }
     }
     report(base, mine, commit);
+    const out = flags.json ?? join(ROOT, '.cache', 'bench-configmap.json');
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify({ at: new Date().toISOString(), base: commit, rounds: { base, this: mine } }, null, 2)}\n`);
+    log(`every round's figures written to ${out}`);
   } finally {
     kube.close();
     await stopCluster?.();
