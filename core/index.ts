@@ -13,6 +13,7 @@ export * from './snapshot/file.js';
 export * from './snapshot/shards.js';
 export * from './token-table.js';
 export * from './access-index.js';
+export * from './incremental-index.js';
 export * from './normalize.js';
 export * from './credentials.js';
 export * from './jwt-shape.js';

@@ -1,20 +1,20 @@
 /**
  * `--snapshot-configmap NAME [--namespace NS]`: the snapshot svc-operator writes as ConfigMaps. An adapter from the
  * reader to the decision index: k8s/snapshot/reader.ts watches the index ConfigMap (with a periodic relist),
- * fetches, verifies and parses every new shard once and verifies the whole against the generation; this source
- * derives the next decision index from the one in service by difference (configmap-index.ts), in slices between
- * requests, and swaps it in one assignment. So a change to one scope costs about one shard, not the whole
- * snapshot. While the API server is away the last good snapshot keeps serving (and svc-auth stays ready if it had
- * one); nothing unverified is ever served.
+ * fetches and verifies every new shard once and the whole against the generation; core's IncrementalIndex derives
+ * the next decision index from the one in service by difference, parsing only the lines that changed, in slices
+ * between requests; the sink swaps it in one assignment. So a change to one scope costs about one shard, not the
+ * whole snapshot. While the API server is away the last good snapshot keeps serving (and svc-auth stays ready if
+ * it had one); nothing unverified is ever served.
  *
  * The Kubernetes client (~0.4 s and ~75 MB to import) is loaded only here, when this source starts: the
  * other sources, and the request path, never load it.
  */
+import { IncrementalIndex } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { describeError } from '../../k8s/errors.js';
 import type { ListWatchSource } from '../../k8s/informer.js';
 import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot/reader.js';
-import { IncrementalIndex } from './configmap-index.js';
 import { SliceClock } from '../../lib/time-slice.js';
 import { DEFAULT_SLICE_MS, type SnapshotSink, type SnapshotSource } from './source.js';
 
@@ -106,7 +106,7 @@ export class ConfigMapSource implements SnapshotSource {
    */
   private async deliver(snapshot: VerifiedSnapshot, startedMs: number, sink: SnapshotSink): Promise<void> {
     const clock = new SliceClock(this.options.sliceMs ?? DEFAULT_SLICE_MS);
-    const built = await this.index.update(snapshot.index.generation, snapshot.shards, () => clock.pause());
+    const built = await this.index.update(snapshot.index.generation, snapshot.shards, () => clock.pause(), snapshot.index.tokens);
     if (!built.ok) throw new Error(built.error);
     if (this.stopped) return;
     this.watchFailing = false;

@@ -1,17 +1,17 @@
 /**
  * The reading side of the snapshot ConfigMaps (svc-auth's ConfigMap source): watches the index ConfigMap,
- * fetches every shard the index names by its content-addressed name, verifies each against its digest and parses
- * its lines as it arrives, verifies the whole against the generation, and only then hands the shards over.
+ * fetches every shard the index names by its content-addressed name and verifies it against its digest as it
+ * arrives, verifies the whole against the generation, and only then hands the shards' lines over (core's
+ * IncrementalIndex parses them, each line once, as it adds it).
  *
- * One cache, by digest, holds each shard once: its lines, which every later generation that keeps the shard is
- * verified over, and its parsed scopes only until a delivery has taken them (the decision index keeps what it
- * needs of them). So a change that touches one shard fetches, verifies and parses one shard, and a shard's scopes
- * are never held twice. Nothing half-loaded is ever delivered; on any failure (API server away, shard missing,
- * corrupt, a bad scope line) the reader reports it, keeps the last delivered generation, and retries with backoff.
- * Long work (parsing, hashing the generation) is done in time slices, yielding to the event loop between them.
- * No client-node import here: the caller passes the transport in.
+ * One cache, by digest, holds each verified shard's lines once: the shards of the generation delivered (every
+ * later generation that keeps a shard is verified over its lines) and those fetched since. So a change that touches
+ * one shard fetches and verifies one shard. Nothing half-loaded is ever delivered; on any failure (API server away,
+ * shard missing, corrupt, refused by `deliver`) the reader reports it, keeps the last delivered generation, and
+ * retries with backoff. The generation is hashed in time slices, yielding to the event loop between them. No
+ * client-node import here: the caller passes the transport in.
  */
-import { err, ok, parseScopeLine, parseSnapshotIndex, verifyAssembledSteps, verifyShard, type Result, type ShardRef, type SnapshotIndex, type SnapshotScope } from '../../core/index.js';
+import { err, ok, parseSnapshotIndex, verifyAssembledSteps, verifyShard, type Result, type ShardLines, type ShardRef, type SnapshotIndex } from '../../core/index.js';
 import { backoffDelay } from '../../lib/backoff.js';
 import { SerialRunner } from '../../lib/serial-runner.js';
 import { SliceClock } from '../../lib/time-slice.js';
@@ -20,19 +20,10 @@ import { describeError } from '../errors.js';
 import { ResilientInformer, type InformerOptions, type ListWatchSource } from '../informer.js';
 import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './objects.js';
 
-/** A shard as the reader holds it: verified against its digest. */
-export interface ReadShard {
-  readonly digest: string;
-  /** Its scope lines, each without its newline. */
-  readonly lines: readonly string[];
-  /** Its lines parsed, once, when it arrived; present only until a delivery has taken them. */
-  readonly scopes?: readonly SnapshotScope[];
-}
-
 export interface VerifiedSnapshot {
   readonly index: SnapshotIndex;
-  /** In index order (index.shards[i] ↔ shards[i]); those new since the last delivery carry their scopes. */
-  readonly shards: readonly ReadShard[];
+  /** Each shard's verified lines, in index order (index.shards[i] ↔ shards[i]). */
+  readonly shards: readonly ShardLines[];
   /** Shards fetched for this generation (the rest came from the cache). */
   readonly fetched: number;
   readonly cached: number;
@@ -52,15 +43,15 @@ export interface SnapshotReaderOptions {
   readonly concurrency?: number;
   readonly retryInitialMs?: number;
   readonly retryMaxMs?: number;
-  /** Time budget of one slice of parsing or hashing before yielding to the event loop (default 0.5 ms). */
+  /** Time budget of one slice of hashing before yielding to the event loop (default 0.5 ms). */
   readonly sliceMs?: number;
   readonly informer?: InformerOptions;
 }
 
 export class SnapshotReader {
   private readonly informer: ResilientInformer<ConfigMapObject>;
-  /** The one cache: shards by digest, those of the generation delivered and those fetched since. */
-  private readonly shards = new Map<string, ReadShard>();
+  /** The one cache: verified shards by digest, those of the generation delivered and those fetched since. */
+  private readonly shards = new Map<string, ShardLines>();
   private delivered: string | undefined;
   private readonly runner = new SerialRunner(() => this.loadOnce());
   private stopped = false;
@@ -138,7 +129,7 @@ export class SnapshotReader {
     this.retryTimer = setTimeout(() => this.trigger(), delay);
   }
 
-  /** One load: read the index, fetch, verify and parse the shards it lacks, verify the whole, deliver it. */
+  /** One load: read the index, fetch and verify the shards it lacks, verify the whole, deliver it. */
   private async loadOnce(): Promise<void> {
     const started = performance.now();
     if (!this.informer.synced) return;
@@ -151,7 +142,7 @@ export class SnapshotReader {
     }
     const clock = new SliceClock(this.opts.sliceMs ?? 0.5);
     const missing = index.shards.filter((ref) => !this.shards.has(ref.digest));
-    const problem = (await this.fetchShards(index, missing, clock)) ?? (await this.verifyWhole(index, clock));
+    const problem = (await this.fetchShards(index, missing)) ?? (await this.verifyWhole(index, clock));
     if (this.stopped) return;
     if (problem) return this.fail(`${problem}; keeping generation ${short(this.delivered)}`, true);
     const shards = index.shards.map((ref) => this.shards.get(ref.digest)!);
@@ -162,9 +153,9 @@ export class SnapshotReader {
     }
     this.delivered = index.generation;
     this.failures = 0;
-    // Keep only the shards of the generation now served, and none of the scopes the delivery took.
+    // Keep only the shards of the generation now served.
     this.shards.clear();
-    for (const { digest, lines } of shards) this.shards.set(digest, { digest, lines });
+    for (const shard of shards) this.shards.set(shard.digest, shard);
   }
 
   /** The snapshot index from the informer's cache, or why there is none to load. */
@@ -179,23 +170,16 @@ export class SnapshotReader {
   }
 
   /**
-   * Fetches the shards the cache lacks, a few at a time, verifying and parsing each as it arrives; the first problem,
-   * if any. A missing shard is retried later: the operator writes shards before the index, or one was deleted too early.
+   * Fetches the shards the cache lacks, a few at a time, verifying each as it arrives; the first problem, if any.
+   * A missing shard is retried later: the operator writes shards before the index, or one was deleted too early.
    */
-  private async fetchShards(index: SnapshotIndex, missing: readonly ShardRef[], clock: SliceClock): Promise<string | undefined> {
-    // Where each shard's lines start in the whole snapshot, to name a bad line as the single-file form would.
-    const firstLine = new Map<ShardRef, number>();
-    let lines = 0;
-    for (const ref of index.shards) {
-      firstLine.set(ref, lines);
-      lines += ref.scopes;
-    }
+  private async fetchShards(index: SnapshotIndex, missing: readonly ShardRef[]): Promise<string | undefined> {
     let next = 0;
     let problem: string | undefined;
     const worker = async () => {
       while (next < missing.length && !problem && !this.stopped) {
         const ref = missing[next++]!;
-        const shard = await this.fetchShard(index, ref, firstLine.get(ref)!, clock);
+        const shard = await this.fetchShard(index, ref);
         if (!shard.ok) {
           problem ??= shard.error;
           return;
@@ -207,8 +191,8 @@ export class SnapshotReader {
     return problem;
   }
 
-  /** One shard: fetched by its name, verified against its digest, its lines parsed (any bad line refuses the generation). */
-  private async fetchShard(index: SnapshotIndex, ref: ShardRef, firstLine: number, clock: SliceClock): Promise<Result<ReadShard>> {
+  /** One shard: fetched by its name, verified against its digest. */
+  private async fetchShard(index: SnapshotIndex, ref: ShardRef): Promise<Result<ShardLines>> {
     const name = shardConfigMapName(this.opts.snapshotName, ref.digest);
     let shard: ConfigMapObject | undefined;
     try {
@@ -218,16 +202,7 @@ export class SnapshotReader {
     }
     if (!shard) return err(`shard ConfigMap ${name} of generation ${short(index.generation)} not found`);
     const lines = verifyShard(ref, shard.data?.[SHARD_KEY] ?? '');
-    if (!lines.ok) return err(`shard ConfigMap ${name}: ${lines.error}`);
-    const scopes: SnapshotScope[] = [];
-    for (const line of lines.value) {
-      const r = parseScopeLine(line);
-      if (!r.ok) return err(`generation ${short(index.generation)}: scope line ${firstLine + scopes.length + 1}: ${r.error}`);
-      scopes.push(r.value);
-      if ((scopes.length & 15) === 0) await clock.pause();
-      if (this.stopped) return err('stopped');
-    }
-    return ok({ digest: ref.digest, lines: lines.value, scopes });
+    return lines.ok ? ok({ digest: ref.digest, lines: lines.value }) : err(`shard ConfigMap ${name}: ${lines.error}`);
   }
 
   /** The generation over every shard's lines in index order, a slice at a time; the problem, if any. */

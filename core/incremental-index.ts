@@ -1,51 +1,33 @@
 /**
- * The decision index of the ConfigMap source, updated by difference. Building a 100,000-token index from scratch
- * with core's AccessIndexBuilder costs far more than a change to one scope, which touches one shard: the next
- * index is the previous one with that shard's scopes replaced. Nothing is edited in place: the new index shares
- * the unchanged parts (IndexedScope objects, untouched trie nodes) and copies every map it changes, so the index
- * in service is never seen half-updated and the swap stays one assignment. The token table (which has no
- * deletion) is the exception: every new index gets a new one, made of the previous table's records minus the
- * removed scopes' (copied as bytes, no parsing) plus the added scopes' tokens, in slices. The result is
- * structurally what AccessIndexBuilder would build from the same lines (a property test holds the two equal).
+ * The decision index of a sharded snapshot (svc-auth's ConfigMap source), updated by difference. Building a
+ * 100,000-token index from scratch with AccessIndexBuilder costs far more than a change to one scope, which touches
+ * one shard: the next index is the previous one with that shard's changed lines replaced. Nothing is edited in
+ * place: the new index shares the unchanged parts (IndexedScope objects, untouched trie nodes) and copies every map
+ * it changes, so the index in service is never seen half-updated and the swap stays one assignment. The token table
+ * (which has no deletion) is the exception: every new index gets a new one, made of the previous table's records
+ * minus the removed scopes' (copied as bytes) plus the added scopes' tokens, in slices. The result is structurally
+ * what AccessIndexBuilder would build from the same lines (a property test holds the two equal).
  *
- * Of each shard it keeps what the next difference needs and nothing more: the reader's lines (the same strings,
- * not a copy), to tell a line that moved between shards from one that changed, and the index entry each line
- * made, to take a removed line out. A shard's parsed scopes are only read while they are added (the reader
- * parses each new shard once and keeps none). Scopes that differ only in case share one entry and are rebuilt
- * whole, as is anything unexpected (a scope twice); a full build parses the lines of the shards whose scopes
- * were not handed over.
+ * It takes verified lines (k8s/snapshot/reader.ts verifies them) and parses each line once, when it adds it: a line
+ * that only moved between shards (their boundaries shifted) is no change and is not parsed again, and no parsed
+ * scope is kept once added. Of each shard it keeps the lines (the reader's strings, not a copy), to tell a line that
+ * moved from one that changed, and the entry each line made, to take a removed line out. Scopes that differ only
+ * in case share one entry: a change that touches one is built whole, as is anything unexpected (a scope twice).
  */
-import {
-  AccessIndexBuilder,
-  addScopeTokens,
-  entryOf,
-  foldCase,
-  isPrefixPath,
-  indexedScopeOf,
-  parseScopeLine,
-  scopeKey,
-  scopeLevels,
-  TokenTableBuilder,
-  type AccessIndex,
-  type IndexedScope,
-  type Result,
-  type Scope,
-  type SnapshotScope,
-  type TopicNode,
-} from '../../core/index.js';
+import { AccessIndexBuilder, addScopeTokens, entryOf, indexedScopeOf, type AccessIndex, type IndexedScope, type TopicNode } from './access-index.js';
+import { err, ok, type Result } from './result.js';
+import { foldCase, isPrefixPath, scopeKey, scopeLevels, type Scope } from './scope.js';
+import { parseScopeLine, type SnapshotScope } from './snapshot/lines.js';
+import { TokenTableBuilder } from './token-table.js';
 
-/** A shard of the generation to index, in index order: its lines, and its scopes when it is new to the index. */
-export interface IndexedShard {
+/** A verified shard of the generation to index: its digest and its scope lines, in index order. */
+export interface ShardLines {
   readonly digest: string;
   readonly lines: readonly string[];
-  /** Parsed once by the reader when the shard arrived; absent for shards the index has held before. */
-  readonly scopes?: readonly SnapshotScope[];
 }
 
 /** A shard of the index in service: its lines, and the entry each line made (a case variant's is the shared one). */
-interface HeldShard {
-  readonly digest: string;
-  readonly lines: readonly string[];
+interface HeldShard extends ShardLines {
   readonly entries: readonly IndexedScope[];
 }
 
@@ -54,12 +36,21 @@ interface State {
   readonly shards: readonly HeldShard[];
 }
 
-export type Yield = () => Promise<void>;
+/** Awaited now and then, so a long build yields to requests. */
+type Tick = () => Promise<void>;
 
-const noYield: Yield = async () => undefined;
+const noTick: Tick = async () => undefined;
 
 /** Tokens added to a table between two ticks. */
 const TOKENS_PER_TICK = 4096;
+
+export interface IndexUpdate {
+  readonly index: AccessIndex;
+  /** Derived from the previous index (false: built whole). */
+  readonly incremental: boolean;
+  readonly parsedLines: number;
+  commit(): void;
+}
 
 export class IncrementalIndex {
   private state: State | undefined;
@@ -69,32 +60,36 @@ export class IncrementalIndex {
   }
 
   /**
-   * The index for `shards` (in index order). `tick` is awaited now and then so a long build yields to
-   * requests. The returned index is only remembered as the base for the next update once `commit()` is called
-   * with it (the caller commits after a successful swap).
+   * The index for `shards` (in index order), or the first line that is no scope line (`scope line N: ...`, N in the
+   * whole snapshot) or a scope twice. `expectedTokens` (the snapshot index's count, unverified) sizes a full build's
+   * token table. The returned index is only remembered as the base for the next update once `commit()` is called
+   * with it (the caller commits after a successful swap). `parsedLines`: how many lines this update parsed.
    */
-  async update(generation: string, shards: readonly IndexedShard[], tick: Yield = noYield): Promise<Result<{ index: AccessIndex; incremental: boolean; commit: () => void }>> {
+  async update(generation: string, shards: readonly ShardLines[], tick: Tick = noTick, expectedTokens = 0): Promise<Result<IndexUpdate>> {
     const prev = this.state;
+    let parsed: ReadonlyMap<string, SnapshotScope> = new Map();
     if (prev) {
-      const r = await byDifference(prev, generation, shards, tick);
-      if (r) {
+      const changes = await changesBetween(prev.shards, shards, tick);
+      if (!changes.ok) return changes;
+      if (applicable(prev.index, changes.value, shards)) {
+        const next = await byDifference(prev, generation, shards, changes.value, tick);
         const commit = () => {
           if (this.state !== prev) return; // superseded: a difference from another base never becomes the base
-          this.state = r;
+          this.state = next;
         };
-        return { ok: true, value: { index: r.index, incremental: true, commit } };
+        return ok({ index: next.index, incremental: true, parsedLines: changes.value.added.length, commit });
       }
+      parsed = new Map(changes.value.added);
     }
-    const full = await fullBuild(generation, shards, tick);
+    const full = await fullBuild(generation, shards, tick, expectedTokens, parsed);
     if (!full.ok) return full;
-    return { ok: true, value: { index: full.value.index, incremental: false, commit: () => (this.state = full.value) } };
+    // Every line, once (those parsed for the difference that could not be applied are taken from `parsed`).
+    const parsedLines = shards.reduce((n, s) => n + s.lines.length, 0);
+    return ok({ index: full.value.index, incremental: false, parsedLines, commit: () => (this.state = full.value) });
   }
 }
 
-/** The next state from `prev` by difference, or undefined when the difference cannot be applied (a full build then). */
-async function byDifference(prev: State, generation: string, shards: readonly IndexedShard[], tick: Yield): Promise<State | undefined> {
-  const changes = changesBetween(prev.shards, shards);
-  if (!changes || !applicable(prev.index, changes, shards)) return undefined;
+async function byDifference(prev: State, generation: string, shards: readonly ShardLines[], changes: Changes, tick: Tick): Promise<State> {
   const p = prev.index;
   const edited = await applyScopes(p, changes, tick);
   const { tokens, imported } = await nextTokenTable(p, changes, edited.fresh, tick);
@@ -106,7 +101,7 @@ async function byDifference(prev: State, generation: string, shards: readonly In
   return { index, shards: heldShards(prev.shards, shards, changes, edited.fresh) };
 }
 
-/** The lines a new shard list removes (by the entry they made) and adds (with their scopes), relative to the previous one. */
+/** The lines a new shard list removes (by the entry they made) and adds (parsed), relative to the previous one. */
 interface Changes {
   readonly removed: ReadonlySet<IndexedScope>;
   readonly added: readonly (readonly [line: string, scope: SnapshotScope])[];
@@ -114,14 +109,12 @@ interface Changes {
   readonly moved: ReadonlyMap<string, IndexedScope>;
 }
 
-/** The changes, or undefined when a new shard came without its scopes (then only a full build has them all). */
-function changesBetween(previous: readonly HeldShard[], shards: readonly IndexedShard[]): Changes | undefined {
+/** The changes, the added lines parsed; or the first added line that is no scope line. */
+async function changesBetween(previous: readonly HeldShard[], shards: readonly ShardLines[], tick: Tick): Promise<Result<Changes>> {
   const before = new Set(previous.map((s) => s.digest));
   const after = new Set(shards.map((s) => s.digest));
-  const come = shards.filter((s) => !before.has(s.digest));
-  if (come.some((s) => s.scopes === undefined)) return undefined;
   const comeLines = new Set<string>();
-  for (const s of come) for (const l of s.lines) comeLines.add(l);
+  for (const s of shards) if (!before.has(s.digest)) for (const l of s.lines) comeLines.add(l);
   const removed = new Set<IndexedScope>();
   const moved = new Map<string, IndexedScope>();
   for (const s of previous) {
@@ -129,12 +122,26 @@ function changesBetween(previous: readonly HeldShard[], shards: readonly Indexed
     s.lines.forEach((l, i) => (comeLines.has(l) ? moved.set(l, s.entries[i]!) : removed.add(s.entries[i]!)));
   }
   const added: [string, SnapshotScope][] = [];
-  for (const s of come) s.lines.forEach((l, i) => !moved.has(l) && added.push([l, s.scopes![i]!]));
-  return { removed, added, moved };
+  let n = 0;
+  for (const s of shards) {
+    if (before.has(s.digest)) {
+      n += s.lines.length;
+      continue;
+    }
+    for (const line of s.lines) {
+      n++;
+      if (moved.has(line)) continue;
+      const scope = parseScopeLine(line);
+      if (!scope.ok) return err(`scope line ${n}: ${scope.error}`);
+      added.push([line, scope.value]);
+      if ((added.length & 15) === 0) await tick();
+    }
+  }
+  return ok({ removed, added, moved });
 }
 
 /** Whether the changes can be applied by difference; anything unusual or suspect is left to the full build. */
-function applicable(p: AccessIndex, { removed, added }: Changes, shards: readonly IndexedShard[]): boolean {
+function applicable(p: AccessIndex, { removed, added }: Changes, shards: readonly ShardLines[]): boolean {
   // Every line of the new snapshot is one scope of the next index (a line twice would not be).
   const lines = shards.reduce((n, s) => n + s.lines.length, 0);
   if (p.scopeCount - removed.size + added.length !== lines) return false;
@@ -156,7 +163,7 @@ function applicable(p: AccessIndex, { removed, added }: Changes, shards: readonl
 }
 
 /** The shards of the next state: unchanged ones as they were; new ones with the entries their lines kept or made. */
-function heldShards(previous: readonly HeldShard[], shards: readonly IndexedShard[], { moved }: Changes, fresh: readonly FreshScope[]): HeldShard[] {
+function heldShards(previous: readonly HeldShard[], shards: readonly ShardLines[], { moved }: Changes, fresh: readonly FreshScope[]): HeldShard[] {
   const held = new Map(previous.map((s) => [s.digest, s]));
   const made = new Map(fresh.map(({ line, entry }) => [line, entry]));
   return shards.map((s) => held.get(s.digest) ?? { digest: s.digest, lines: s.lines, entries: s.lines.map((l) => moved.get(l) ?? made.get(l)!) });
@@ -220,7 +227,7 @@ interface EditedScopes {
   readonly fresh: readonly FreshScope[];
 }
 
-async function applyScopes(p: AccessIndex, { removed, added }: Changes, tick: Yield): Promise<EditedScopes> {
+async function applyScopes(p: AccessIndex, { removed, added }: Changes, tick: Tick): Promise<EditedScopes> {
   const edited = {
     datasets: new Map(p.datasets), paths: new Map(p.paths), topics: new CopyOnWriteTrie(p.topics), prefixes: new CopyOnWriteTrie(p.prefixes ?? new Map()),
   };
@@ -254,7 +261,7 @@ function place(edited: Omit<EditedScopes, 'scopeCount' | 'fresh'>, scope: Scope,
  * table holds its owners in its own array, so the previous table is never touched. `imported`: the PBKDF2
  * records, counted in tokenCount but kept on their entries rather than in the table.
  */
-async function nextTokenTable(p: AccessIndex, { removed }: Changes, fresh: readonly FreshScope[], tick: Yield): Promise<{ tokens: AccessIndex['tokens']; imported: number }> {
+async function nextTokenTable(p: AccessIndex, { removed }: Changes, fresh: readonly FreshScope[], tick: Tick): Promise<{ tokens: AccessIndex['tokens']; imported: number }> {
   const keep = (owner: IndexedScope) => !removed.has(owner);
   let freshTokens = 0;
   for (const { scope } of fresh) freshTokens += scope.tokens.length;
@@ -279,51 +286,37 @@ async function nextTokenTable(p: AccessIndex, { removed }: Changes, fresh: reado
   return { tokens: table.build(), imported };
 }
 
-/** The index built whole from every shard's scopes, and the entry each line made. */
-async function fullBuild(generation: string, shards: readonly IndexedShard[], tick: Yield): Promise<Result<State>> {
-  const scopes = await scopesOf(shards, tick);
-  if (!scopes.ok) return scopes;
-  let tokens = 0;
-  for (const list of scopes.value) for (const scope of list) tokens += scope.tokens.length;
-  const builder = new AccessIndexBuilder(tokens);
+/**
+ * The index built whole, a line at a time: each parsed (unless `parsed` has it already) and added, so no more than
+ * a few parsed scopes are alive at once; then the entry each line made.
+ */
+async function fullBuild(generation: string, shards: readonly ShardLines[], tick: Tick, expectedTokens: number, parsed: ReadonlyMap<string, SnapshotScope>): Promise<Result<State>> {
+  // The snapshot index's count is not covered by the generation: believed only up to what the lines could hold
+  // (a token record takes more than 80 bytes of a line).
+  let chars = 0;
+  for (const shard of shards) for (const line of shard.lines) chars += line.length;
+  const builder = new AccessIndexBuilder(Math.min(expectedTokens, Math.floor(chars / 80)));
+  const keys: Scope[][] = [];
   let n = 0;
-  for (const list of scopes.value) {
-    for (const scope of list) {
-      const r = builder.add(scope);
-      if (!r.ok) return { ok: false, error: `scope ${n + 1}: ${r.error}` };
-      if ((++n & 15) === 0) await tick();
+  for (const shard of shards) {
+    const shardKeys: Scope[] = [];
+    for (const line of shard.lines) {
+      n++;
+      const known = parsed.get(line);
+      const scope = known ? ok(known) : parseScopeLine(line);
+      if (!scope.ok) return err(`scope line ${n}: ${scope.error}`);
+      const added = builder.add(scope.value);
+      if (!added.ok) return err(`scope ${n}: ${added.error}`);
+      shardKeys.push({ kind: scope.value.kind, value: scope.value.value });
+      if ((n & 15) === 0) await tick();
     }
+    keys.push(shardKeys);
   }
   const index = builder.build(generation);
   const held: HeldShard[] = [];
   for (const [i, shard] of shards.entries()) {
-    held.push({ digest: shard.digest, lines: shard.lines, entries: scopes.value[i]!.map((scope) => entryOf(index, scope)!) });
+    held.push({ digest: shard.digest, lines: shard.lines, entries: keys[i]!.map((key) => entryOf(index, key)!) });
     await tick();
   }
-  return { ok: true, value: { index, shards: held } };
-}
-
-/**
- * Each shard's scopes: as the reader handed them over, or parsed from its lines for a shard the index held before
- * (a full build after a change to scopes that differ only in case, or to a scope twice).
- */
-async function scopesOf(shards: readonly IndexedShard[], tick: Yield): Promise<Result<(readonly SnapshotScope[])[]>> {
-  const all: (readonly SnapshotScope[])[] = [];
-  let n = 0;
-  for (const shard of shards) {
-    if (shard.scopes) {
-      all.push(shard.scopes);
-      n += shard.lines.length;
-      continue;
-    }
-    const parsed: SnapshotScope[] = [];
-    for (const line of shard.lines) {
-      const r = parseScopeLine(line);
-      if (!r.ok) return { ok: false, error: `scope line ${n + 1}: ${r.error}` };
-      parsed.push(r.value);
-      if ((++n & 15) === 0) await tick();
-    }
-    all.push(parsed);
-  }
-  return { ok: true, value: all };
+  return ok({ index, shards: held });
 }
