@@ -98,7 +98,7 @@ async function byDifference(prev: State, generation: string, shards: readonly Sh
     topics: edited.topics.root, datasets: edited.datasets, paths: edited.paths,
     ...(edited.prefixes.root.size > 0 ? { prefixes: edited.prefixes.root } : {}), tokens,
   };
-  return { index, shards: heldShards(prev.shards, shards, changes, edited.fresh) };
+  return { index, shards: await heldShards(prev.shards, shards, changes, edited.fresh, tick) };
 }
 
 /** The lines a new shard list removes (by the entry they made) and adds (parsed), relative to the previous one. */
@@ -114,12 +114,17 @@ async function changesBetween(previous: readonly HeldShard[], shards: readonly S
   const before = new Set(previous.map((s) => s.digest));
   const after = new Set(shards.map((s) => s.digest));
   const comeLines = new Set<string>();
-  for (const s of shards) if (!before.has(s.digest)) for (const l of s.lines) comeLines.add(l);
+  for (const s of shards) {
+    if (before.has(s.digest)) continue;
+    for (const l of s.lines) comeLines.add(l);
+    await tick();
+  }
   const removed = new Set<IndexedScope>();
   const moved = new Map<string, IndexedScope>();
   for (const s of previous) {
     if (after.has(s.digest)) continue;
     s.lines.forEach((l, i) => (comeLines.has(l) ? moved.set(l, s.entries[i]!) : removed.add(s.entries[i]!)));
+    await tick();
   }
   const added: [string, SnapshotScope][] = [];
   let n = 0;
@@ -163,10 +168,19 @@ function applicable(p: AccessIndex, { removed, added }: Changes, shards: readonl
 }
 
 /** The shards of the next state: unchanged ones as they were; new ones with the entries their lines kept or made. */
-function heldShards(previous: readonly HeldShard[], shards: readonly ShardLines[], { moved }: Changes, fresh: readonly FreshScope[]): HeldShard[] {
+async function heldShards(previous: readonly HeldShard[], shards: readonly ShardLines[], { moved }: Changes, fresh: readonly FreshScope[], tick: Tick): Promise<HeldShard[]> {
   const held = new Map(previous.map((s) => [s.digest, s]));
   const made = new Map(fresh.map(({ line, entry }) => [line, entry]));
-  return shards.map((s) => held.get(s.digest) ?? { digest: s.digest, lines: s.lines, entries: s.lines.map((l) => moved.get(l) ?? made.get(l)!) });
+  const next: HeldShard[] = [];
+  for (const s of shards) {
+    const kept = held.get(s.digest);
+    if (kept) next.push(kept);
+    else {
+      next.push({ digest: s.digest, lines: s.lines, entries: s.lines.map((l) => moved.get(l) ?? made.get(l)!) });
+      await tick();
+    }
+  }
+  return next;
 }
 
 /** A trie of the next index (topics, prefix paths): copy-on-write along each edited path, the previous trie untouched. */
