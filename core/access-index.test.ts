@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { AccessIndexBuilder, buildIndex, EMPTY_INDEX, type AccessIndex, type IndexedScope } from './access-index.js';
-import { compileSnapshot } from './snapshot.js';
+import { compileSnapshot } from './snapshot/compile.js';
 import { newProtectedScope } from './protected-scope.js';
 import { hashToken, hashTokenHex, tokenIdOf, type TokenHash } from './token.js';
 import type { Scope } from './scope.js';

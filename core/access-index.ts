@@ -2,7 +2,7 @@ import { foldCase, isPrefixPath, scopeKey, scopeLevels, type Scope } from './sco
 import { importedRecordsOf, type ImportedRecord } from './imported-hash.js';
 import { isImportedHash, IMPORTED_HASH_PATTERN } from './token.js';
 import type { Subject } from './subject.js';
-import { parseScopeLine, type SnapshotScope, type SnapshotToken } from './snapshot.js';
+import { parseScopeLine, type SnapshotScope, type SnapshotToken } from './snapshot/lines.js';
 import { err, ok, type Result } from './result.js';
 import { isDigestHex, TokenTableBuilder, type TokenTable } from './token-table.js';
 

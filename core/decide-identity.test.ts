@@ -5,7 +5,7 @@ import { decide, decideForScopeAs, DEFAULT_CONFIG, type AccessConfig, type Decis
 import { unverifiedIssuer } from './jwt-shape.js';
 import { newProtectedScope, type ProtectedScope } from './protected-scope.js';
 import type { Scope } from './scope.js';
-import { compileSnapshot } from './snapshot.js';
+import { compileSnapshot } from './snapshot/compile.js';
 import type { Identity, Subject } from './subject.js';
 import { formatGeneratedToken, hashToken, tokenIdOf } from './token.js';
 

@@ -8,7 +8,7 @@ import { enforcedState } from './enforced-state.js';
 import { normalizeTarget } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, scopeLevels, type Scope } from './scope.js';
-import { compileSnapshot } from './snapshot.js';
+import { compileSnapshot } from './snapshot/compile.js';
 import { formatGeneratedToken, hashToken, hashTokenHex, isPlausibleToken, tokenIdOf } from './token.js';
 
 // Property tests of docs/access-rules.md. Worlds (sets of closed scopes) and requests are drawn from small

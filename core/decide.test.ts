@@ -5,7 +5,7 @@ import { decide, decideForScope, DEFAULT_CONFIG, parsePrefix, type AccessConfig,
 import { stripOrigin } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, type Scope } from './scope.js';
-import { compileSnapshot } from './snapshot.js';
+import { compileSnapshot } from './snapshot/compile.js';
 import { formatGeneratedToken, hashToken, tokenIdOf } from './token.js';
 
 // docs/access-rules.md, rule by rule, through the decision engine. Tokens are generated from fixed seeds and

@@ -5,7 +5,7 @@ import { decide, DEFAULT_CONFIG, parsePrefix, type ScopeConfig } from './decide.
 import { enforcedState } from './enforced-state.js';
 import { canonicalPath, isJobsPath, parseScopeUnder, publicRefusal, refusedPathForm } from './path-scope.js';
 import { newProtectedScope } from './protected-scope.js';
-import { compileSnapshot } from './snapshot.js';
+import { compileSnapshot } from './snapshot/compile.js';
 import { hashToken, tokenIdOf } from './token.js';
 import type { Scope } from './scope.js';
 

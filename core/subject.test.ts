@@ -1,7 +1,8 @@
 import { describe, it, expect } from '@jest/globals';
 import { buildIndex } from './access-index.js';
 import { newProtectedScope, validateProtectedScope, type ProtectedScope } from './protected-scope.js';
-import { compileSnapshot, parseScopeLine } from './snapshot.js';
+import { compileSnapshot } from './snapshot/compile.js';
+import { parseScopeLine } from './snapshot/lines.js';
 import { checkSubject, mergeSubjects } from './subject.js';
 
 const base = newProtectedScope({ kind: 'topic', value: 'a.b' }, 'a-b', 'svc', []);

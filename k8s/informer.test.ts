@@ -1,4 +1,4 @@
-import { describe, it, expect } from '@jest/globals';
+import { describe, it, expect, jest } from '@jest/globals';
 import { ResilientInformer, type ListWatchSource } from './informer.js';
 import { ApiError, FakeApi, FakeStore } from './fake.js';
 import { sleep, poll as until } from '../test/support/wait.js';
@@ -146,6 +146,35 @@ describe('ResilientInformer', () => {
     expect(errors.length).toBe(2);
     expect(String((errors[0] as Error).message)).toMatch(/handler threw/);
     await informer.stop();
+  });
+
+  it('waitForSync: resolves on the list itself, no timer to wait for; rejects when stopped or never started', async () => {
+    jest.useFakeTimers();
+    try {
+      const { store, informer } = setup();
+      store.put({ metadata: { name: 'a' }, value: 1 });
+      await expect(informer.waitForSync()).rejects.toThrow('informer stopped');
+      informer.start();
+      // With the clock frozen, only the list completing can settle it.
+      await informer.waitForSync();
+      expect(informer.list()).toHaveLength(1);
+      await informer.stop();
+      // A list that never answers: stop() settles the wait at once, and so does the timeout.
+      const never: ListWatchSource<Obj> = { list: () => new Promise(() => undefined), watch: async () => ({ abort: () => undefined }) };
+      const pending = new ResilientInformer<Obj>(never);
+      pending.start();
+      const waiting = expect(pending.waitForSync()).rejects.toThrow('informer stopped');
+      void pending.stop();
+      await waiting;
+      const late = new ResilientInformer<Obj>(never);
+      late.start();
+      const timedOut = expect(late.waitForSync(1000)).rejects.toThrow('informer not synced after 1000 ms');
+      jest.advanceTimersByTime(1000);
+      await timedOut;
+      void late.stop();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('backs off on repeated list failures and honours Retry-After', async () => {

@@ -100,6 +100,7 @@ export class ResilientInformer<T extends ObjectWithMeta> {
   private _restarts = 0;
   private _lastSyncAt = 0;
   private relistRequested = false;
+  private readonly syncWaiters = new Set<(outcome: Error | undefined) => void>();
 
   constructor(
     private readonly source: ListWatchSource<T>,
@@ -146,21 +147,28 @@ export class ResilientInformer<T extends ObjectWithMeta> {
     this.running = this.loop();
   }
 
-  /** Resolves once the first list is in the cache (or rejects after timeoutMs). */
+  /**
+   * Resolves as soon as the first list is in the cache; rejects when the informer is stopped (or not started)
+   * first, or after timeoutMs.
+   */
   waitForSync(timeoutMs = 60_000): Promise<void> {
     if (this._synced) return Promise.resolve();
+    if (this.stopped) return Promise.reject(new Error('informer stopped'));
     return new Promise((resolve, reject) => {
-      const started = Date.now();
-      const check = setInterval(() => {
-        if (this._synced) {
-          clearInterval(check);
-          resolve();
-        } else if (this.stopped || Date.now() - started > timeoutMs) {
-          clearInterval(check);
-          reject(new Error(this.stopped ? 'informer stopped' : `informer not synced after ${timeoutMs} ms`));
-        }
-      }, 10);
+      const waiter = (outcome: Error | undefined) => {
+        clearTimeout(timer);
+        this.syncWaiters.delete(waiter);
+        if (outcome) reject(outcome);
+        else resolve();
+      };
+      const timer = setTimeout(() => waiter(new Error(`informer not synced after ${timeoutMs} ms`)), timeoutMs);
+      this.syncWaiters.add(waiter);
     });
+  }
+
+  /** Settles every waitForSync() under way: resolved once synced, rejected with `outcome` otherwise. */
+  private settleSyncWaiters(outcome?: Error): void {
+    for (const waiter of [...this.syncWaiters]) waiter(outcome);
   }
 
   /** Ends the current watch and lists again (the periodic relist does this on its own). */
@@ -172,6 +180,7 @@ export class ResilientInformer<T extends ObjectWithMeta> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.settleSyncWaiters(new Error('informer stopped'));
     this.cancelWatch?.();
     this.wake?.();
     await this.running;
@@ -245,6 +254,7 @@ export class ResilientInformer<T extends ObjectWithMeta> {
     this.resourceVersion = resourceVersion;
     this._synced = true;
     this._lastSyncAt = this.opts.now();
+    this.settleSyncWaiters();
     this.safe(() => this.handlers.onSynced?.());
   }
 

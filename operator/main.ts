@@ -11,7 +11,7 @@ import { kubeEventSink } from '../k8s/events.js';
 import { connect } from '../k8s/kube.js';
 import { kubeLeaseClient } from '../k8s/lease.js';
 import { protectedScopeListWatch, kubeScopeStatusClient } from '../k8s/watched-scopes.js';
-import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, FIELD_MANAGER, snapshotSelector } from '../k8s/snapshot-objects.js';
+import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, FIELD_MANAGER, snapshotSelector } from '../k8s/snapshot/objects.js';
 import { parseDuration } from '../lib/duration.js';
 import { LOG_LEVELS } from '../lib/log-levels.js';
 import { parsePrefix } from '../core/index.js';

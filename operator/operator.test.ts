@@ -2,7 +2,7 @@ import { describe, it, expect, afterEach } from '@jest/globals';
 import { buildIndex, hashToken, hashTokenDigest, parseSnapshotIndex, tokenIdOf, verifyAssembled, verifyShard, type ProtectedScope, type TokenRecord } from '../core/index.js';
 import type { ConfigMapClient, ConfigMapObject } from '../k8s/configmaps.js';
 import { FakeApi, FakeEventSink, FakeLease, FakeStore, fakeConfigMapClient, fakeStatusClient } from '../k8s/fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotSelector } from '../k8s/snapshot-objects.js';
+import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotSelector } from '../k8s/snapshot/objects.js';
 import { OperatorMetrics } from './metrics.js';
 import { Operator, type OperatorConfig } from './operator.js';
 import type { Logger } from './reconciler.js';

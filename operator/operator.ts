@@ -10,12 +10,12 @@ import { describeError } from '../k8s/errors.js';
 import { EventRecorder, type EventSink } from '../k8s/events.js';
 import { ResilientInformer, type InformerHandlers, type InformerOptions, type ListWatchSource } from '../k8s/informer.js';
 import { LeaderElector, type LeaseClient } from '../k8s/lease.js';
-import { ROLE_LABEL } from '../k8s/snapshot-objects.js';
+import { INDEX_KEY, ROLE_LABEL } from '../k8s/snapshot/objects.js';
+import { SnapshotWriter } from '../k8s/snapshot/writer.js';
 import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
 import { OperatorMetrics } from './metrics.js';
 import { WorkQueue, type WorkQueueOptions } from './queue.js';
 import { Reconciler, type Logger, type ReconcilerOptions } from './reconciler.js';
-import { SnapshotWriter } from './snapshot-writer.js';
 
 export interface OperatorBackends {
   readonly scopes: ListWatchSource<ProtectedScope>;
@@ -245,7 +245,7 @@ export class Operator {
   private onConfigMap(cm: ConfigMapObject): void {
     const role = cm.metadata.labels?.[ROLE_LABEL];
     if (role === 'shard') return; // immutable and content-addressed: only its deletion matters
-    if (cm.metadata.name === this.config.snapshotName && cm.data?.['index.json'] === this.writer.currentIndexText) return;
+    if (cm.metadata.name === this.config.snapshotName && cm.data?.[INDEX_KEY] === this.writer.currentIndexText) return;
     this.queue.add(this.config.namespace, this.config.debounceMs);
   }
 

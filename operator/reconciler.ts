@@ -7,10 +7,10 @@
  */
 import { API_GROUP_VERSION, DEFAULT_PREFIXES, KIND, shardSnapshot, type PathPrefixes, type ProtectedScope } from '../core/index.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
+import { NotLeaderError, type SnapshotWriter } from '../k8s/snapshot/writer.js';
 import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
 import { SliceClock } from '../lib/time-slice.js';
 import type { ProcessResult } from './queue.js';
-import { NotLeaderError, type SnapshotWriter } from './snapshot-writer.js';
 import { Compiler, desiredNow, type Compilation, type SnapshotPhase } from './compiler.js';
 import { statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
 import type { OperatorMetrics } from './metrics.js';

@@ -1,8 +1,8 @@
 import { describe, it, expect, afterEach } from '@jest/globals';
-import { compileSnapshot, decide, DEFAULT_CONFIG, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope } from '../../core/index.js';
+import { compileSnapshot, decide, DEFAULT_CONFIG, generationOf, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { FakeApi, FakeStore } from '../../k8s/fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot-objects.js';
+import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot/objects.js';
 import { ConfigMapSource } from './configmap.js';
 import type { LoadedSnapshot, SourceFailure } from './source.js';
 import { sleep, poll as until } from '../../test/support/wait.js';
@@ -71,6 +71,26 @@ describe('ConfigMapSource', () => {
     await until(() => loaded.length === 2, 15_000);
     expect(loaded[1]!.index.scopeCount).toBe(2);
   }, 20_000);
+
+  it('refuses a generation with a line that is no scope line, naming it, keeps the last one and loads the next good one', async () => {
+    const { store, source, loaded, failed, sink } = setup();
+    const objects = Array.from({ length: 12 }, (_, i) => scope(i, `secret-token-${i}-abcdefgh`));
+    const generation = publish(store, objects);
+    await source.start(sink);
+    // Digests and generation that add up, over a line that is no scope line: only parsing finds it.
+    const lines = [...compileSnapshot(objects.map((o, i) => (i === 5 ? scope(5, 'rotated-token-5-abcdefgh') : o))).lines];
+    lines[5] = '{"kind":"topic","value":"a..b","tokens":[]}';
+    const bad = shardSnapshot({ generation: generationOf(lines), scopeCount: lines.length, tokenCount: 11, lines }, 300);
+    for (const s of bad.shards) store.put({ metadata: { name: shardConfigMapName('snap', s.digest), labels: snapshotLabels('snap', 'shard') }, immutable: true, data: { [SHARD_KEY]: s.text } });
+    store.put({ metadata: { name: 'snap', labels: snapshotLabels('snap', 'index') }, data: { [INDEX_KEY]: JSON.stringify(bad.index) } });
+    await until(() => failed.some((f) => /scope line 6: /.test(f.problems[0]!.message)));
+    expect(failed.find((f) => /scope line 6: /.test(f.problems[0]!.message))!.problems[0]!.message).toMatch(new RegExp(`^generation ${bad.index.generation.slice(0, 12)}: scope line 6: .*; keeping generation ${generation.slice(0, 12)}$`));
+    expect(loaded).toHaveLength(1);
+    objects[5] = scope(5, 'rotated-token-5-abcdefgh');
+    const next = publish(store, objects);
+    await until(() => loaded.length === 2);
+    expect(loaded[1]!.index.generation).toBe(next);
+  });
 
   it('reports a failure, not a snapshot, when the index does not exist yet', async () => {
     const { source, loaded, failed, sink } = setup();

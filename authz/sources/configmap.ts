@@ -1,21 +1,20 @@
 /**
- * `--snapshot-configmap NAME [--namespace NS]`: the snapshot svc-operator writes as ConfigMaps. The index
- * ConfigMap is watched (with a periodic relist); every shard it names is fetched by name, verified against
- * its digest, and the whole against the generation (k8s/snapshot-reader.ts); the decision index is built in
- * slices between requests and swapped in one assignment. Shards are cached by digest, fetched and parsed,
- * and the new index is derived from the one in service by difference (configmap-index.ts), so a change to
- * one scope costs about one shard, not the whole snapshot. While the API server is away the last good snapshot keeps serving (and svc-auth
- * stays ready if it had one); nothing unverified is ever served.
+ * `--snapshot-configmap NAME [--namespace NS]`: the snapshot svc-operator writes as ConfigMaps. An adapter from the
+ * reader to the decision index: k8s/snapshot/reader.ts watches the index ConfigMap (with a periodic relist),
+ * fetches and verifies every new shard once and the whole against the generation; core's IncrementalIndex derives
+ * the next decision index from the one in service by difference, parsing only the lines that changed, in slices
+ * between requests; the sink swaps it in one assignment. So a change to one scope costs about one shard, not the
+ * whole snapshot. While the API server is away the last good snapshot keeps serving (and svc-auth stays ready if
+ * it had one); nothing unverified is ever served.
  *
  * The Kubernetes client (~0.4 s and ~75 MB to import) is loaded only here, when this source starts: the
  * other sources, and the request path, never load it.
  */
-import { parseScopeLine, type AccessIndex, type Result, type SnapshotScope } from '../../core/index.js';
+import { IncrementalIndex } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { describeError } from '../../k8s/errors.js';
 import type { ListWatchSource } from '../../k8s/informer.js';
-import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot-reader.js';
-import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
+import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot/reader.js';
 import { SliceClock } from '../../lib/time-slice.js';
 import { DEFAULT_SLICE_MS, type SnapshotSink, type SnapshotSource } from './source.js';
 
@@ -78,14 +77,8 @@ export class ConfigMapSource implements SnapshotSource {
       snapshotName: this.options.snapshotName,
       indexWatch: transport.indexWatch,
       getConfigMap: (name) => transport.getConfigMap(name),
-      deliver: async (snapshot, startedMs) => {
-        const built = await this.build(snapshot);
-        if (!built.ok) throw new Error(built.error);
-        if (this.stopped) return;
-        this.watchFailing = false;
-        sink.loaded({ index: built.value.index, origin, loadMs: performance.now() - startedMs });
-        built.value.commit();
-      },
+      sliceMs: this.options.sliceMs ?? DEFAULT_SLICE_MS,
+      deliver: (snapshot, startedMs) => this.deliver(snapshot, startedMs, sink),
       onFailure: (message) => {
         if (!this.stopped) sink.failed({ origin, problems: [{ message }] });
       },
@@ -104,43 +97,21 @@ export class ConfigMapSource implements SnapshotSource {
     await reader.start();
   }
 
-  /** Parsed scopes by shard digest: unchanged shards are not parsed again. */
-  private readonly parsed = new Map<string, readonly SnapshotScope[]>();
   private readonly index = new IncrementalIndex();
 
   /**
-   * Parses the shards not parsed before, then derives the new index from the one in service by difference
-   * (or builds it whole), yielding to waiting requests every few milliseconds. Any bad line refuses the whole
-   * generation. The caller commits the result once it is in service.
+   * The next decision index from a verified snapshot, derived from the one in service by difference (or built
+   * whole), yielding to waiting requests every few milliseconds; handed to the sink, then made the base of the next
+   * difference. A throw refuses the generation (the reader reports it and retries).
    */
-  private async build(snapshot: VerifiedSnapshot): Promise<Result<{ index: AccessIndex; commit: () => void }>> {
+  private async deliver(snapshot: VerifiedSnapshot, startedMs: number, sink: SnapshotSink): Promise<void> {
     const clock = new SliceClock(this.options.sliceMs ?? DEFAULT_SLICE_MS);
-    const tick = () => clock.pause();
-    const shards: IndexedShard[] = [];
-    let lineNo = 0;
-    for (const [i, ref] of snapshot.index.shards.entries()) {
-      const lines = snapshot.shardLines[i]!;
-      let scopes = this.parsed.get(ref.digest);
-      if (!scopes) {
-        const parsed: SnapshotScope[] = [];
-        for (const line of lines) {
-          const r = parseScopeLine(line);
-          if (!r.ok) return { ok: false, error: `scope line ${lineNo + parsed.length + 1}: ${r.error}` };
-          parsed.push(r.value);
-          if ((parsed.length & 15) === 0) await tick();
-          if (this.stopped) return { ok: false, error: 'stopped' };
-        }
-        this.parsed.set(ref.digest, parsed);
-        scopes = parsed;
-      }
-      lineNo += lines.length;
-      shards.push({ digest: ref.digest, lines, scopes });
-    }
-    const built = await this.index.update(snapshot.index.generation, shards, tick);
-    if (!built.ok) return built;
-    const keep = new Set(snapshot.index.shards.map((s) => s.digest));
-    for (const digest of [...this.parsed.keys()]) if (!keep.has(digest)) this.parsed.delete(digest);
-    return { ok: true, value: { index: built.value.index, commit: built.value.commit } };
+    const built = await this.index.update(snapshot.index.generation, snapshot.shards, () => clock.pause(), snapshot.index.tokens);
+    if (!built.ok) throw new Error(built.error);
+    if (this.stopped) return;
+    this.watchFailing = false;
+    sink.loaded({ index: built.value.index, origin: this.origin, loadMs: performance.now() - startedMs });
+    built.value.commit();
   }
 
   async stop(): Promise<void> {

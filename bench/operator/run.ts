@@ -24,7 +24,7 @@ import { configMapListWatch, kubeConfigMapClient } from '../../k8s/configmaps.js
 import { ResilientInformer } from '../../k8s/informer.js';
 import { fromKubeConfig, loadKubeConfig, type Kube } from '../../k8s/kube.js';
 import { kubeScopeStatusClient } from '../../k8s/watched-scopes.js';
-import { SnapshotReader } from '../../k8s/snapshot-reader.js';
+import { SnapshotReader } from '../../k8s/snapshot/reader.js';
 import { AuthProcess, OperatorProcess, topicFile } from '../../test/integration/operator-support.js';
 import { freePorts } from '../../test/support/ports.js';
 import { sleep, waitUntil } from '../../test/support/wait.js';
@@ -162,7 +162,7 @@ async function inProcessDecider(kube: Kube, ns: string): Promise<Decider> {
     indexWatch: configMapListWatch(kube, ns, { fieldSelector: 'metadata.name=svc-auth-snapshot' }),
     getConfigMap: (name) => cms.get(name),
     deliver: (s) => {
-      const built = buildIndex(s.index.generation, s.lines);
+      const built = buildIndex(s.index.generation, s.shards.flatMap((shard) => shard.lines));
       if (!built.ok) throw new Error(built.error);
       index = built.value;
     },

@@ -12,7 +12,7 @@ import { installCrds, repoRoot } from '../controlplane/controlplane.js';
 import { describeCluster, kubeConfig, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
 import { CHART_DIR, helmBinary, helmLint, helmTemplate, ofKind, parseManifests, runHelm, type Manifest } from '../stack/helm.js';
 import { applyManifests } from '../stack/kubectl.js';
-import { ROLE_LABEL, SNAPSHOT_LABEL, shardConfigMapName } from '../../k8s/snapshot-objects.js';
+import { ROLE_LABEL, SNAPSHOT_LABEL, shardConfigMapName } from '../../k8s/snapshot/objects.js';
 
 const CRD_SOURCE = join(repoRoot, 'crds', 'protectedscope.yaml');
 const CRD_CHART_COPY = join(CHART_DIR, 'files', 'protectedscope.yaml');

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { newProtectedScope, scopeObjectName } from '../../core/index.js';
-import { ROLE_LABEL, SNAPSHOT_LABEL, snapshotLabels } from '../../k8s/snapshot-objects.js';
+import { ROLE_LABEL, SNAPSHOT_LABEL, snapshotLabels } from '../../k8s/snapshot/objects.js';
 import { repoRoot } from '../controlplane/controlplane.js';
 import { deleteNamespace, describeCluster, kubeConfig, kubeconfigFor, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
 import { PROCESSES } from '../e2e/support/fixtures.js';

@@ -1,8 +1,13 @@
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
 import { pbkdf2Sync } from 'node:crypto';
-import { buildIndex, compileSnapshot, formatImportedHash, hashToken, hashTokenDigest, parseScopeLine, shardSnapshot, tokenIdOf, type AccessIndex, type IndexedScope, type ProtectedScope, type TokenHash, type TopicNode } from '../../core/index.js';
-import { IncrementalIndex, type IndexedShard } from './configmap-index.js';
+import { buildIndex, type AccessIndex, type IndexedScope, type TopicNode } from './access-index.js';
+import { IncrementalIndex, type ShardLines } from './incremental-index.js';
+import { formatImportedHash } from './imported-hash.js';
+import type { ProtectedScope } from './protected-scope.js';
+import { compileSnapshot } from './snapshot/compile.js';
+import { shardSnapshot } from './snapshot/shards.js';
+import { hashToken, hashTokenDigest, tokenIdOf, type TokenHash } from './token.js';
 
 /**
  * The index as plain, order-independent data (Infinity written out), for deep comparison: the token table
@@ -22,6 +27,7 @@ function plain(index: AccessIndex): unknown {
     scopeCount: index.scopeCount,
     tokenCount: index.tokenCount,
     topics: [...index.topics].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, c]) => [k, node(c)]),
+    prefixes: index.prefixes && [...index.prefixes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, c]) => [k, node(c)]),
     datasets: [...index.datasets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, s]) => [k, scope(s)]),
     paths: [...index.paths].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, s]) => [k, scope(s)]),
     tokens: index.tokens
@@ -79,10 +85,7 @@ function shardsOf(state: { scope: number; tokens: { secret: number; exp: number;
   });
   const snapshot = compileSnapshot(objects);
   const { index, shards } = shardSnapshot(snapshot, maxBytes);
-  const indexed: IndexedShard[] = shards.map((s) => {
-    const lines = s.text.split('\n').slice(0, -1);
-    return { digest: s.digest, lines, scopes: lines.map((l) => (parseScopeLine(l) as { ok: true; value: never }).value) };
-  });
+  const indexed: ShardLines[] = shards.map((s) => ({ digest: s.digest, lines: s.text.split('\n').slice(0, -1) }));
   return { generation: index.generation, lines: snapshot.lines, shards: indexed };
 }
 
@@ -108,6 +111,62 @@ describe('IncrementalIndex', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('updates by difference a change to a prefix path (wis2downloader), as to any other scope', async () => {
+    const inc = new IncrementalIndex();
+    const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
+    state.push({ scope: SCOPES.findIndex((x) => x.path === 'wis2downloader'), tokens: [{ secret: 0, exp: 0 }] });
+    const first = shardsOf(state, 200);
+    const a = await inc.update(first.generation, first.shards);
+    if (!a.ok) throw new Error(a.error);
+    a.value.commit();
+    state[10] = { ...state[10]!, tokens: [{ secret: 0, exp: 0 }, { secret: 1, exp: 2 }] };
+    const second = shardsOf(state, 200);
+    const b = await inc.update(second.generation, second.shards);
+    if (!b.ok) throw new Error(b.error);
+    expect(b.value.incremental).toBe(true);
+    const full = buildIndex(second.generation, second.lines);
+    if (!full.ok) throw new Error(full.error);
+    expect(plain(b.value.index)).toEqual(plain(full.value));
+    expect(b.value.index.prefixes).not.toBe(a.value.index.prefixes);
+  });
+
+  it('parses each line once, when it adds it: lines that only moved between shards are not parsed again', async () => {
+    const inc = new IncrementalIndex();
+    // Lines of ~150 bytes in shards of 400: a longer line pushes the lines after it into the next shards.
+    const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
+    const first = shardsOf(state, 400);
+    const a = await inc.update(first.generation, first.shards);
+    if (!a.ok) throw new Error(a.error);
+    expect(a.value.parsedLines).toBe(10);
+    a.value.commit();
+    state[1] = { scope: 1, tokens: [{ secret: 1, exp: 0 }, { secret: 2, exp: 2 }, { secret: 3, exp: 1 }] };
+    const second = shardsOf(state, 400);
+    // The new shards hold the changed line and lines that only moved.
+    const come = second.shards.filter((s) => !first.shards.some((t) => t.digest === s.digest)).flatMap((s) => s.lines);
+    expect(come.length).toBeGreaterThan(2);
+    const b = await inc.update(second.generation, second.shards);
+    if (!b.ok) throw new Error(b.error);
+    expect([b.value.incremental, b.value.parsedLines]).toEqual([true, 1]);
+    const full = buildIndex(second.generation, second.lines);
+    if (!full.ok) throw new Error(full.error);
+    expect(plain(b.value.index)).toEqual(plain(full.value));
+  });
+
+  it('refuses a line that is no scope line, naming it in the whole snapshot, whether it is added to an index or builds one', async () => {
+    const state = Array.from({ length: 6 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
+    const good = shardsOf(state, 400);
+    const bad = good.shards.map((s, i) => (i === 1 ? { digest: 'bad', lines: [s.lines[0]!, '{"kind":"topic","value":"a..b","tokens":[]}', ...s.lines.slice(2)] } : s));
+    const line = good.shards[0]!.lines.length + 2;
+    const fresh = await new IncrementalIndex().update(good.generation, bad);
+    expect(fresh).toEqual({ ok: false, error: expect.stringMatching(new RegExp(`^scope line ${line}: `)) });
+    const inc = new IncrementalIndex();
+    const a = await inc.update(good.generation, good.shards);
+    if (!a.ok) throw new Error(a.error);
+    a.value.commit();
+    expect(await inc.update('next', bad)).toEqual({ ok: false, error: expect.stringMatching(new RegExp(`^scope line ${line}: `)) });
+    expect(inc.current).toBe(a.value.index);
   });
 
   it('updates by difference when little changed', async () => {
@@ -157,10 +216,7 @@ describe('IncrementalIndex', () => {
       const { index, shards } = shardSnapshot(snapshot, 20000);
       return {
         generation: index.generation,
-        shards: shards.map((sh): IndexedShard => {
-          const lines = sh.text.split('\n').slice(0, -1);
-          return { digest: sh.digest, lines, scopes: lines.map((l) => (parseScopeLine(l) as { ok: true; value: never }).value) };
-        }),
+        shards: shards.map((sh): ShardLines => ({ digest: sh.digest, lines: sh.text.split('\n').slice(0, -1) })),
       };
     };
     const inc = new IncrementalIndex();
@@ -188,7 +244,7 @@ describe('IncrementalIndex', () => {
   it('refuses a snapshot with a scope twice, as the builder does', async () => {
     const inc = new IncrementalIndex();
     const { generation, shards } = shardsOf([{ scope: 0, tokens: [{ secret: 0, exp: 0 }] }], 1000);
-    const dup: IndexedShard[] = [...shards, { ...shards[0]!, digest: 'other' }];
+    const dup: ShardLines[] = [...shards, { ...shards[0]!, digest: 'other' }];
     const r = await inc.update(generation, dup);
     expect(r.ok).toBe(false);
   });

@@ -1,9 +1,9 @@
 import { describe, it, expect } from '@jest/globals';
-import { compileSnapshot, hashToken, parseSnapshotIndex, shardSnapshot, tokenIdOf, verifyShard, type ProtectedScope } from '../core/index.js';
-import type { ConfigMapObject } from '../k8s/configmaps.js';
-import { FakeApi, FakeStore, fakeConfigMapClient } from '../k8s/fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from '../k8s/snapshot-objects.js';
-import { NotLeaderError, SnapshotWriter } from './snapshot-writer.js';
+import { compileSnapshot, hashToken, parseSnapshotIndex, shardSnapshot, tokenIdOf, verifyShard, type ProtectedScope } from '../../core/index.js';
+import type { ConfigMapObject } from '../configmaps.js';
+import { FakeApi, FakeStore, fakeConfigMapClient } from '../fake.js';
+import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './objects.js';
+import { NotLeaderError, SnapshotWriter } from './writer.js';
 
 function scopes(n: number, salt = ''): ProtectedScope[] {
   return Array.from({ length: n }, (_, i) => {

@@ -1,24 +1,29 @@
 /**
  * The reading side of the snapshot ConfigMaps (svc-auth's ConfigMap source): watches the index ConfigMap,
- * fetches every shard the index names by its content-addressed name, verifies each against its digest and
- * the whole against the generation, and only then hands the lines over. Shards are cached by digest, so a
- * change that touches one shard fetches one shard. Nothing half-loaded is ever delivered; on any failure
- * (API server away, shard missing, corrupt) the reader reports it, keeps the last delivered generation, and
- * retries with backoff. No client-node import here: the caller passes the transport in.
+ * fetches every shard the index names by its content-addressed name and verifies it against its digest as it
+ * arrives, verifies the whole against the generation, and only then hands the shards' lines over (core's
+ * IncrementalIndex parses them, each line once, as it adds it).
+ *
+ * One cache, by digest, holds each verified shard's lines once: the shards of the generation delivered (every
+ * later generation that keeps a shard is verified over its lines) and those fetched since. So a change that touches
+ * one shard fetches and verifies one shard. Nothing half-loaded is ever delivered; on any failure (API server away,
+ * shard missing, corrupt, refused by `deliver`) the reader reports it, keeps the last delivered generation, and
+ * retries with backoff. The generation is hashed in time slices, yielding to the event loop between them. No
+ * client-node import here: the caller passes the transport in.
  */
-import { err, parseSnapshotIndex, verifyAssembled, verifyShard, type Result, type SnapshotIndex } from '../core/index.js';
-import { backoffDelay } from '../lib/backoff.js';
-import { SerialRunner } from '../lib/serial-runner.js';
-import type { ConfigMapObject } from './configmaps.js';
-import { describeError } from './errors.js';
-import { ResilientInformer, type InformerOptions, type ListWatchSource } from './informer.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './snapshot-objects.js';
+import { err, ok, parseSnapshotIndex, verifyAssembledSteps, verifyShard, type Result, type ShardLines, type ShardRef, type SnapshotIndex } from '../../core/index.js';
+import { backoffDelay } from '../../lib/backoff.js';
+import { SerialRunner } from '../../lib/serial-runner.js';
+import { SliceClock } from '../../lib/time-slice.js';
+import type { ConfigMapObject } from '../configmaps.js';
+import { describeError } from '../errors.js';
+import { ResilientInformer, type InformerOptions, type ListWatchSource } from '../informer.js';
+import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './objects.js';
 
 export interface VerifiedSnapshot {
   readonly index: SnapshotIndex;
-  readonly lines: readonly string[];
-  /** The same lines by shard, in index order (index.shards[i] ↔ shardLines[i]), for per-shard caches. */
-  readonly shardLines: readonly (readonly string[])[];
+  /** Each shard's verified lines, in index order (index.shards[i] ↔ shards[i]). */
+  readonly shards: readonly ShardLines[];
   /** Shards fetched for this generation (the rest came from the cache). */
   readonly fetched: number;
   readonly cached: number;
@@ -38,12 +43,15 @@ export interface SnapshotReaderOptions {
   readonly concurrency?: number;
   readonly retryInitialMs?: number;
   readonly retryMaxMs?: number;
+  /** Time budget of one slice of hashing before yielding to the event loop (default 0.5 ms). */
+  readonly sliceMs?: number;
   readonly informer?: InformerOptions;
 }
 
 export class SnapshotReader {
   private readonly informer: ResilientInformer<ConfigMapObject>;
-  private readonly shards = new Map<string, string[]>();
+  /** The one cache: verified shards by digest, those of the generation delivered and those fetched since. */
+  private readonly shards = new Map<string, ShardLines>();
   private delivered: string | undefined;
   private readonly runner = new SerialRunner(() => this.loadOnce());
   private stopped = false;
@@ -132,24 +140,22 @@ export class SnapshotReader {
       this.failures = 0;
       return;
     }
+    const clock = new SliceClock(this.opts.sliceMs ?? 0.5);
     const missing = index.shards.filter((ref) => !this.shards.has(ref.digest));
-    const problem = await this.fetchShards(index, missing);
+    const problem = (await this.fetchShards(index, missing)) ?? (await this.verifyWhole(index, clock));
     if (this.stopped) return;
     if (problem) return this.fail(`${problem}; keeping generation ${short(this.delivered)}`, true);
-    const shardLines = index.shards.map((ref) => this.shards.get(ref.digest)!);
-    const lines = shardLines.flat();
-    const whole = verifyAssembled(index, lines);
-    if (!whole.ok) return this.fail(`generation ${short(index.generation)}: ${whole.error}; keeping generation ${short(this.delivered)}`, true);
+    const shards = index.shards.map((ref) => this.shards.get(ref.digest)!);
     try {
-      await this.opts.deliver({ index, lines, shardLines, fetched: missing.length, cached: index.shards.length - missing.length }, started);
+      await this.opts.deliver({ index, shards, fetched: missing.length, cached: index.shards.length - missing.length }, started);
     } catch (e) {
       return this.fail(`generation ${short(index.generation)}: ${describeError(e)}; keeping generation ${short(this.delivered)}`, true);
     }
     this.delivered = index.generation;
     this.failures = 0;
     // Keep only the shards of the generation now served.
-    const keep = new Set(index.shards.map((s) => s.digest));
-    for (const digest of [...this.shards.keys()]) if (!keep.has(digest)) this.shards.delete(digest);
+    this.shards.clear();
+    for (const shard of shards) this.shards.set(shard.digest, shard);
   }
 
   /** The snapshot index from the informer's cache, or why there is none to load. */
@@ -167,37 +173,48 @@ export class SnapshotReader {
    * Fetches the shards the cache lacks, a few at a time, verifying each as it arrives; the first problem, if any.
    * A missing shard is retried later: the operator writes shards before the index, or one was deleted too early.
    */
-  private async fetchShards(index: SnapshotIndex, missing: readonly SnapshotIndex['shards'][number][]): Promise<string | undefined> {
-    const { snapshotName } = this.opts;
+  private async fetchShards(index: SnapshotIndex, missing: readonly ShardRef[]): Promise<string | undefined> {
     let next = 0;
     let problem: string | undefined;
     const worker = async () => {
       while (next < missing.length && !problem && !this.stopped) {
         const ref = missing[next++]!;
-        const name = shardConfigMapName(snapshotName, ref.digest);
-        let shard: ConfigMapObject | undefined;
-        try {
-          shard = await this.opts.getConfigMap(name);
-        } catch (e) {
-          problem ??= `shard ConfigMap ${name}: ${describeError(e)}`;
+        const shard = await this.fetchShard(index, ref);
+        if (!shard.ok) {
+          problem ??= shard.error;
           return;
         }
-        if (!shard) {
-          problem ??= `shard ConfigMap ${name} of generation ${short(index.generation)} not found`;
-          return;
-        }
-        const checked = verifyShard(ref, shard.data?.[SHARD_KEY] ?? '');
-        if (!checked.ok) {
-          problem ??= `shard ConfigMap ${name}: ${checked.error}`;
-          return;
-        }
-        this.shards.set(ref.digest, checked.value);
+        this.shards.set(ref.digest, shard.value);
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 4, missing.length) }, worker));
     return problem;
   }
 
+  /** One shard: fetched by its name, verified against its digest. */
+  private async fetchShard(index: SnapshotIndex, ref: ShardRef): Promise<Result<ShardLines>> {
+    const name = shardConfigMapName(this.opts.snapshotName, ref.digest);
+    let shard: ConfigMapObject | undefined;
+    try {
+      shard = await this.opts.getConfigMap(name);
+    } catch (e) {
+      return err(`shard ConfigMap ${name}: ${describeError(e)}`);
+    }
+    if (!shard) return err(`shard ConfigMap ${name} of generation ${short(index.generation)} not found`);
+    const lines = verifyShard(ref, shard.data?.[SHARD_KEY] ?? '');
+    return lines.ok ? ok({ digest: ref.digest, lines: lines.value }) : err(`shard ConfigMap ${name}: ${lines.error}`);
+  }
+
+  /** The generation over every shard's lines in index order, a slice at a time; the problem, if any. */
+  private async verifyWhole(index: SnapshotIndex, clock: SliceClock): Promise<string | undefined> {
+    const steps = verifyAssembledSteps(index, index.shards.map((ref) => this.shards.get(ref.digest)!.lines));
+    for (;;) {
+      const step = steps.next();
+      if (step.done) return step.value.ok ? undefined : `generation ${short(index.generation)}: ${step.value.error}`;
+      await clock.pause();
+      if (this.stopped) return 'stopped';
+    }
+  }
 }
 
 function short(generation: string | undefined): string {

@@ -1,10 +1,10 @@
 import { describe, it, expect, afterEach } from '@jest/globals';
-import { compileSnapshot, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope, type Shard, type SnapshotIndex } from '../core/index.js';
-import type { ConfigMapObject } from './configmaps.js';
-import { FakeApi, FakeStore } from './fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from './snapshot-objects.js';
-import { SnapshotReader, type VerifiedSnapshot } from './snapshot-reader.js';
-import { sleep, poll as until } from '../test/support/wait.js';
+import { compileSnapshot, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope, type Shard, type SnapshotIndex } from '../../core/index.js';
+import type { ConfigMapObject } from '../configmaps.js';
+import { FakeApi, FakeStore } from '../fake.js';
+import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from './objects.js';
+import { SnapshotReader, type VerifiedSnapshot } from './reader.js';
+import { sleep, poll as until } from '../../test/support/wait.js';
 
 function scopes(n: number, salt = ''): ProtectedScope[] {
   return Array.from({ length: n }, (_, i) => {
@@ -63,7 +63,7 @@ describe('SnapshotReader', () => {
     await reader.start();
     expect(delivered).toHaveLength(1);
     expect(delivered[0]!.index.generation).toBe(snap.index.generation);
-    expect(delivered[0]!.lines).toHaveLength(50);
+    expect(delivered[0]!.shards.flatMap((s) => s.lines)).toHaveLength(50);
     expect(delivered[0]!.fetched).toBe(snap.shards.length);
     expect(reader.generation).toBe(snap.index.generation);
   });
@@ -83,6 +83,22 @@ describe('SnapshotReader', () => {
     expect(api.count('get') - gets).toBe(newShards);
     expect(delivered[1]!.cached).toBe(changed.shards.length - newShards);
     expect(first.shards).toHaveLength(1);
+  });
+
+  it('keeps one cache: the verified lines of the generation delivered, each shard once, handed over as they are', async () => {
+    const { store, reader, delivered } = setup();
+    const first = shardSnapshot(compileSnapshot(scopes(50)), 1000);
+    publish(store, first);
+    await reader.start();
+    expect(reader.cachedShards).toBe(first.shards.length);
+    const changed = shardSnapshot(compileSnapshot(scopes(50, 'rotated')), 1000);
+    publish(store, changed);
+    await until(() => delivered.length === 2);
+    expect(reader.cachedShards).toBe(changed.shards.length);
+    // A shard kept from one generation to the next is the very same lines, not a copy.
+    const kept = changed.index.shards.findIndex((r) => first.index.shards.some((f) => f.digest === r.digest));
+    const before = delivered[0]!.shards.find((s) => s.digest === changed.index.shards[kept]!.digest)!;
+    expect(delivered[1]!.shards[kept]!.lines).toBe(before.lines);
   });
 
   it('is not ready (delivers nothing) until the index exists, then loads it', async () => {

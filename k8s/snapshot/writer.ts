@@ -1,12 +1,13 @@
 /**
- * Writes a compiled snapshot as ConfigMaps: immutable content-addressed shards first, the index (naming the
+ * The writing side of the snapshot ConfigMaps (svc-operator's; reader.ts is svc-auth's, objects.ts the names and
+ * labels both use). Writes a compiled snapshot as ConfigMaps: immutable content-addressed shards first, the index (naming the
  * generation and each shard's digest) last, so a reader that follows the index always finds every shard it
  * names. Writes nothing that is already there (a restart with no change writes nothing new). Shards no index
  * names any more are deleted after a grace period, so a reader still loading the previous generation finds
  * its shards; owner references are not relied on (no garbage collector in the test control plane).
  */
-import type { Shard, SnapshotIndex } from '../core/index.js';
-import type { ConfigMapClient, ConfigMapObject } from '../k8s/configmaps.js';
+import type { Shard, SnapshotIndex } from '../../core/index.js';
+import type { ConfigMapClient, ConfigMapObject } from '../configmaps.js';
 import {
   DIGEST_ANNOTATION,
   GENERATION_ANNOTATION,
@@ -16,7 +17,7 @@ import {
   SNAPSHOT_LABEL,
   shardConfigMapName,
   snapshotLabels,
-} from '../k8s/snapshot-objects.js';
+} from './objects.js';
 
 export class NotLeaderError extends Error {
   constructor() {

@@ -1,6 +1,6 @@
 /**
  * The names, labels and keys of the snapshot ConfigMaps: the contract between svc-operator (which writes
- * them) and svc-auth's ConfigMap source (which reads them). No client-node import here: svc-auth loads
+ * them, writer.ts) and svc-auth's ConfigMap source (which reads them, reader.ts). No client-node import here: svc-auth loads
  * this eagerly, the Kubernetes client only when that source is chosen.
  */
 export const FIELD_MANAGER = 'svc-operator';
