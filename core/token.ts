@@ -38,6 +38,11 @@ export const IMPORTED_HASH_PATTERN = /^pbkdf2-sha256:(?:[1-9][0-9]{0,4}|[1-5][0-
 // Repeated verbatim in crds/protectedscope.yaml; a test keeps the two equal.
 export const HASH_PATTERN = /^(sha256:[0-9a-f]{64}|pbkdf2-sha256:([1-9][0-9]{0,4}|[1-5][0-9]{5}|600000):([0-9a-f]{2}){8,64}:[0-9a-f]{64})$/;
 
+/** Whether a stored hash is one svc-auth reads (HASH_PATTERN). */
+export function isTokenHash(hash: string): hash is TokenHash {
+  return HASH_PATTERN.test(hash);
+}
+
 /** The iteration count an imported-looking hash states when it is above MAX_IMPORTED_ITERATIONS (for messages). */
 export function excessiveIterationsOf(hash: string): number | undefined {
   const m = /^pbkdf2-sha256:([0-9]{1,16}):/.exec(hash);

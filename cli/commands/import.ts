@@ -23,6 +23,7 @@ import {
   tokensOf,
   validateProtectedScope,
   formatFieldErrors,
+  withSpec,
   type ImportPlan,
   type PlannedScope,
   type ProtectedScope,
@@ -56,7 +57,7 @@ export function importMutation(scope: Scope, records: readonly TokenRecord[], na
     const target = current.find((o) => o.metadata.name === name) ?? newProtectedScope(scope, name, namespace, []);
     const tokens = [...tokensOf(target), ...fresh];
     if (tokens.length > MAX_TOKENS_PER_OBJECT) throw failure(`${name} would hold ${tokens.length} tokens (at most ${MAX_TOKENS_PER_OBJECT})`);
-    return [{ ...target, spec: { ...target.spec, tokens } as ProtectedScope['spec'] }];
+    return [withSpec(target, { tokens })];
   };
 }
 

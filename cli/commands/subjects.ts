@@ -6,6 +6,7 @@
  */
 import {
   describeState, MAX_SUBJECTS_PER_OBJECT, mergeSubjects, newProtectedScope, publicByFlag, scopeKey, scopeObjectName, stateOf, subjectKey, subjectsOf, tokensOf, closedByFlag, checkSubject,
+  withSpec,
   type ProtectedScope, type Scope, type Subject,
 } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
@@ -29,8 +30,7 @@ function subjectFrom(ctx: CommandContext, options: SubjectOptions): Subject {
 }
 
 function withSubjects(o: ProtectedScope, subjects: readonly Subject[]): ProtectedScope {
-  const { subjects: _old, ...spec } = o.spec;
-  return { ...o, spec: (subjects.length > 0 ? { ...spec, subjects } : spec) as ProtectedScope['spec'] };
+  return withSpec(o, { subjects: subjects.length > 0 ? subjects : undefined });
 }
 
 const listed = (o: ProtectedScope, s: Subject) => subjectsOf(o).some((x) => subjectKey(x) === subjectKey(s));
