@@ -17,11 +17,6 @@ export interface IndexedScope {
    * case variants). The ConfigMap source rebuilds such entries whole rather than by difference.
    */
   readonly merged?: true;
-  /**
-   * Set on the stand-in for a write path that no path scope covers (decide's default-closed rule): it holds
-   * no token, so nothing it governs is granted. Never in an index.
-   */
-  readonly byDefault?: true;
   /** The identities it grants (snapshot `subjects`); absent when it grants none, as for most scopes. */
   readonly subjects?: SubjectGrants;
   /**
