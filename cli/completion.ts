@@ -1,4 +1,4 @@
-import type { Command, Option } from 'commander';
+import type { CommandUnknownOpts as Command, Option } from '@commander-js/extra-typings';
 
 /**
  * Shell completion generated from the commander tree, so a new command or flag completes without
