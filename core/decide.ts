@@ -37,7 +37,7 @@ export interface AccessConfig {
   readonly knownJwt?: (jwt: string, source: TokenSource) => VerifiedJwt | undefined;
 }
 
-export interface AccessRequest {
+interface AccessRequest {
   /**
    * The original request's method; null when the proxy did not state it. An unstated method is governed as
    * an unsafe one: an nginx subrequest is always GET, so falling back to the subrequest's own method would
@@ -126,8 +126,6 @@ export type Decision =
       readonly importable?: true;
     })
   | (Governed & { readonly outcome: 'insufficient-scope'; readonly tokenId?: string; readonly issuer?: string; readonly user?: string });
-
-export type Outcome = Decision['outcome'];
 
 export const DEFAULT_CONFIG: AccessConfig = { ...DEFAULT_PREFIXES, tokenParam: 'token' };
 

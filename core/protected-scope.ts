@@ -94,7 +94,7 @@ export function scopeOf(spec: ProtectedScopeSpec): Scope {
 }
 
 /** A spec's fields besides its scope: what the CLI's commands and the operator's sanitizing change. */
-export type SpecFields = Omit<ProtectedScopeSpec, ScopeField>;
+type SpecFields = Omit<ProtectedScopeSpec, ScopeField>;
 
 /** The spec of a scope: its one scope field first, then the given fields in SPEC_FIELDS order (undefined ones left out). */
 export function specFor(scope: Scope, fields: SpecFields): ProtectedScopeSpec {
@@ -183,7 +183,7 @@ const tokenFieldsAreTheRecord: SameKeys<(typeof TOKEN_FIELDS)[number], keyof Tok
 const statusFieldsAreTheStatus: SameKeys<(typeof STATUS_FIELDS)[number], keyof ProtectedScopeStatus> = true;
 void [specFieldsAreTheSpec, extraFieldsAreTheFields, tokenFieldsAreTheRecord, statusFieldsAreTheStatus];
 
-export type StatusField = (typeof STATUS_FIELDS)[number];
+type StatusField = (typeof STATUS_FIELDS)[number];
 
 /** `fields` of `from` in that order, leaving out the absent ones. */
 function inOrder<T extends object>(from: T, fields: readonly (keyof T)[]): T {
@@ -217,7 +217,7 @@ export function statusPatchOf(s: ProtectedScopeStatus): Record<StatusField, unkn
 }
 
 /** Kubernetes' ObjectMeta, as the API server accepts it on a custom resource. */
-export const OBJECT_META_FIELDS = [
+const OBJECT_META_FIELDS = [
   'name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp',
   'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields',
 ] as const;

@@ -7,7 +7,7 @@ import { createHash, hash as oneShotHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { err, ok, type Result } from './result.js';
 
-export const TOKEN_PREFIX = 'svc_';
+const TOKEN_PREFIX = 'svc_';
 const RANDOM_CHARS = 43;
 const CHECKSUM_CHARS = 6;
 export const GENERATED_TOKEN_LENGTH = TOKEN_PREFIX.length + RANDOM_CHARS + CHECKSUM_CHARS;
@@ -25,7 +25,6 @@ export type Sha256Hash = `sha256:${string}`;
 export type ImportedHash = `pbkdf2-sha256:${string}`;
 /** A stored token hash: svc's own SHA-256, or an imported PBKDF2 one. */
 export type TokenHash = Sha256Hash | ImportedHash;
-export const SHA256_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
 /**
  * The most PBKDF2 iterations an imported hash may state: OWASP's figure for PBKDF2-HMAC-SHA256 (wis2box-auth writes
  * 100,000). svc-auth derives a presented token once per imported record of the governing scope, so a record with

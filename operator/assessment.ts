@@ -39,7 +39,7 @@ export const EPOCH = '1970-01-01T00:00:00.000Z';
  * the CRD refused it, or under other prefixes) or public at or above a prefix. It is compiled as it is written
  * but never as public, and its status says so (Ready False with this reason).
  */
-export interface PathRefusal {
+interface PathRefusal {
   readonly reason: 'RefusedPath' | 'PublicRefused';
   readonly message: string;
 }

@@ -9,7 +9,7 @@ import type { ObjectEntry } from './assessment.js';
 /** The status the operator writes (the CRD's status schema). */
 export type ScopeStatus = ProtectedScopeStatus;
 
-export const READY = 'Ready';
+const READY = 'Ready';
 
 export interface Desired {
   readonly name: string;
@@ -19,7 +19,7 @@ export interface Desired {
 }
 
 /** The scope-wide facts an object's status repeats: its scope's state, why it is closed, its objects. */
-export interface ScopeFacts {
+interface ScopeFacts {
   readonly scopeStates: Map<string, 'Open' | 'Closed'>;
   readonly closedBy: Map<string, ClosedBy>;
   /** For a public scope closed because others' grants cover it: their keys. */

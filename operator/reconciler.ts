@@ -49,7 +49,7 @@ export interface ReconcilerOptions {
   readonly log?: Logger;
 }
 
-export interface ReconcileReport {
+interface ReconcileReport {
   readonly generation: string;
   readonly scopes: number;
   readonly tokens: number;

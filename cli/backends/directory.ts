@@ -28,7 +28,7 @@ import { backoffDelay } from '../../lib/backoff.js';
 import { failure } from '../errors.js';
 import { sameSpec, type Mutate, type ScopeEdit, type ScopeStore, type StoredScope, type UpdateOptions, type UpdateResult } from './backend.js';
 
-export interface DirectoryStoreOptions {
+interface DirectoryStoreOptions {
   readonly dir: string;
   /** Set on objects the CLI creates (`-n`); a directory otherwise leaves the namespace to kustomize/Argo CD. */
   readonly namespace?: string;

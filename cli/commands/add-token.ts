@@ -22,7 +22,7 @@ import { failure, usageError } from '../errors.js';
 import { isoSeconds, manifestOf, structured } from '../output.js';
 import { followUp, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
-export interface AddTokenOptions extends ScopeFlags {
+interface AddTokenOptions extends ScopeFlags {
   readonly expiresIn?: string;
   readonly expiresAt?: string;
   readonly description?: string;

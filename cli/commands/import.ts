@@ -36,7 +36,7 @@ import { isoSeconds, structured } from '../output.js';
 import { scopeJson, scopeLabel, type CommandContext } from './common.js';
 import { readWis2boxStore } from './wis2box-store.js';
 
-export interface ImportOptions {
+interface ImportOptions {
   readonly dryRun?: boolean;
   /** Go on where the protection becomes narrower than wis2box-auth's (rows of no scope skipped, forms no scope closes). */
   readonly acceptNarrower?: boolean;
@@ -44,7 +44,7 @@ export interface ImportOptions {
 }
 
 /** Adds the records the scope does not hold yet to its own object; nothing when all are there (idempotent). */
-export function importMutation(scope: Scope, records: readonly TokenRecord[], namespace: string | undefined): Mutate {
+function importMutation(scope: Scope, records: readonly TokenRecord[], namespace: string | undefined): Mutate {
   const name = scopeObjectName(scope);
   return (current) => {
     const held = new Set(current.flatMap((o) => tokensOf(o).map((t) => t.hash)));

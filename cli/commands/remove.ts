@@ -10,11 +10,11 @@ import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { followUp, scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
-export interface RemoveOptions extends ScopeFlags {
+interface RemoveOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }
 
-export interface RemoveTokenOptions extends RemoveOptions {
+interface RemoveTokenOptions extends RemoveOptions {
   readonly id?: string;
 }
 
@@ -23,7 +23,7 @@ export function removeAllMutation(): Mutate {
 }
 
 /** What remove-token looks for: an id, or a token's hash (the token too, to recognise an imported PBKDF2 hash). */
-export interface TokenMatch {
+interface TokenMatch {
   id: string;
   hash?: string;
   /** The plaintext, kept in memory only: an imported hash can only be found by deriving it from the token. */

@@ -5,7 +5,7 @@
  */
 import { closedByFlag, newProtectedScope, publicByFlag, scopeObjectName, withSpec, type ProtectedScope, type Scope } from '../../core/index.js';
 
-export type SpecFlag = 'closed' | 'public';
+type SpecFlag = 'closed' | 'public';
 
 /** Whether an object says the flag: core's predicates, the ones the compiler and the CLI's checks use. */
 const SAYS: Record<SpecFlag, (o: ProtectedScope) => boolean> = { closed: closedByFlag, public: publicByFlag };

@@ -14,7 +14,7 @@ import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { followUp, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
 
-export interface SubjectOptions extends ScopeFlags {
+interface SubjectOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
   readonly user?: string;
   readonly group?: string;
@@ -35,7 +35,7 @@ function withSubjects(o: ProtectedScope, subjects: readonly Subject[]): Protecte
 
 const listed = (o: ProtectedScope, s: Subject) => subjectsOf(o).some((x) => subjectKey(x) === subjectKey(s));
 
-export function addSubjectMutation(scope: Scope, subject: Subject, namespace: string | undefined): Mutate {
+function addSubjectMutation(scope: Scope, subject: Subject, namespace: string | undefined): Mutate {
   const name = scopeObjectName(scope);
   return (current) => {
     // A subject closes the scope, which public contradicts (the CRD refuses the pair).
@@ -49,7 +49,7 @@ export function addSubjectMutation(scope: Scope, subject: Subject, namespace: st
   };
 }
 
-export function removeSubjectMutation(scope: Scope, subject: Subject, hint: string): Mutate {
+function removeSubjectMutation(scope: Scope, subject: Subject, hint: string): Mutate {
   return (current, attempt) => {
     const holders = current.filter((o) => listed(o, subject));
     // On a retry a concurrent removal may have done it already: that is the outcome asked for.
