@@ -2,7 +2,7 @@ import { describe, it, expect, afterEach } from '@jest/globals';
 import { buildIndex, hashToken, hashTokenDigest, parseSnapshotIndex, tokenIdOf, verifyAssembled, verifyShard, type ProtectedScope, type TokenRecord } from '../core/index.js';
 import type { ConfigMapClient, ConfigMapObject } from '../k8s/configmaps.js';
 import { FakeApi, FakeEventSink, FakeLease, FakeStore, fakeConfigMapClient, fakeStatusClient } from '../k8s/fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotSelector } from '../k8s/snapshot/objects.js';
+import { SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotSelector } from '../k8s/snapshot/objects.js';
 import { OperatorMetrics } from './metrics.js';
 import { Operator, type OperatorConfig } from './operator.js';
 import type { Logger } from './reconciler.js';
@@ -36,23 +36,23 @@ class Cluster {
     return this.scopes.get(name)?.status as ScopeStatus | undefined;
   }
 
-  /** The snapshot as svc-auth would load it: index, every shard verified, assembled. */
+  /** The snapshot as svc-auth would load it: the snapshot index, every shard verified, assembled. */
   snapshot(snapshotName = 'svc-auth-snapshot') {
     const cm = this.configMaps.get(snapshotName);
     if (!cm) return undefined;
-    const index = parseSnapshotIndex(cm.data![INDEX_KEY]!);
-    if (!index.ok) throw new Error(index.error);
+    const snapshotIndex = parseSnapshotIndex(cm.data![SNAPSHOT_INDEX_KEY]!);
+    if (!snapshotIndex.ok) throw new Error(snapshotIndex.error);
     const lines: string[] = [];
-    for (const ref of index.value.shards) {
+    for (const ref of snapshotIndex.value.shards) {
       const shard = this.configMaps.get(shardConfigMapName(snapshotName, ref.digest));
       if (!shard) throw new Error(`missing shard ${ref.digest}`);
       const v = verifyShard(ref, shard.data![SHARD_KEY]!);
       if (!v.ok) throw new Error(v.error);
       lines.push(...v.value);
     }
-    const whole = verifyAssembled(index.value, lines);
+    const whole = verifyAssembled(snapshotIndex.value, lines);
     if (!whole.ok) throw new Error(whole.error);
-    const built = buildIndex(index.value.generation, lines);
+    const built = buildIndex(snapshotIndex.value.generation, lines);
     if (!built.ok) throw new Error(built.error);
     return built.value;
   }
@@ -189,7 +189,7 @@ describe('svc-operator on a fake API server', () => {
     const events = c.events.events.length;
     const second = start(c);
     await settle(second, c);
-    expect(second.reconciler.lastReport).toMatchObject({ shardsWritten: 0, indexWritten: false, statusQueued: 0, events: 0 });
+    expect(second.reconciler.lastReport).toMatchObject({ shardsWritten: 0, snapshotIndexWritten: false, statusQueued: 0, events: 0 });
     expect(c.api.calls.filter((x) => /^(apply|patch|delete|create)/.test(x)).length).toBe(writes);
     expect(c.events.events.length).toBe(events);
   });
@@ -206,7 +206,7 @@ describe('svc-operator on a fake API server', () => {
     expect(c.status('a')!.state).toBe('Closed');
   });
 
-  it('rewrites a shard someone deleted, and the index someone edited', async () => {
+  it('rewrites a shard someone deleted, and the snapshot index someone edited', async () => {
     const c = new Cluster();
     for (let i = 0; i < 10; i++) c.create(`s${i}`, { topicHierarchy: `origin.t${i}`, tokens: [token(`token-${i}-0123456789`)] });
     const op = start(c);
@@ -215,8 +215,8 @@ describe('svc-operator on a fake API server', () => {
     c.configMaps.remove(shard.metadata.name);
     await settle(op, c);
     expect(c.configMaps.get(shard.metadata.name)).toBeDefined();
-    const index = c.configMaps.get('svc-auth-snapshot')!;
-    c.configMaps.put({ ...index, data: { [INDEX_KEY]: '{}' } });
+    const snapshotIndex = c.configMaps.get('svc-auth-snapshot')!;
+    c.configMaps.put({ ...snapshotIndex, data: { [SNAPSHOT_INDEX_KEY]: '{}' } });
     await settle(op, c);
     expect(c.snapshot()!.scopeCount).toBe(10);
   });

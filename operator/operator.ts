@@ -10,7 +10,7 @@ import { describeError } from '../k8s/errors.js';
 import { EventRecorder, type EventSink } from '../k8s/events.js';
 import { ResilientInformer, type InformerHandlers, type InformerOptions, type ListWatchSource } from '../k8s/informer.js';
 import { LeaderElector, type LeaseClient } from '../k8s/lease.js';
-import { INDEX_KEY, ROLE_LABEL } from '../k8s/snapshot/objects.js';
+import { ROLE_LABEL, SNAPSHOT_INDEX_KEY } from '../k8s/snapshot/objects.js';
 import { SnapshotWriter } from '../k8s/snapshot/writer.js';
 import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
 import { OperatorMetrics } from './metrics.js';
@@ -168,7 +168,7 @@ export class Operator {
 
   private configMapHandlers(): InformerHandlers<ConfigMapObject> {
     return {
-      // Our own writes echo back here; only a change we did not make (an edited or deleted index, a deleted
+      // Our own writes echo back here; only a change we did not make (an edited or deleted snapshot index, a deleted
       // shard still in use) needs a reconcile.
       onAdd: (cm) => this.onConfigMap(cm),
       onUpdate: (_old, cm) => this.onConfigMap(cm),
@@ -245,7 +245,7 @@ export class Operator {
   private onConfigMap(cm: ConfigMapObject): void {
     const role = cm.metadata.labels?.[ROLE_LABEL];
     if (role === 'shard') return; // immutable and content-addressed: only its deletion matters
-    if (cm.metadata.name === this.config.snapshotName && cm.data?.[INDEX_KEY] === this.writer.currentIndexText) return;
+    if (cm.metadata.name === this.config.snapshotName && cm.data?.[SNAPSHOT_INDEX_KEY] === this.writer.currentSnapshotIndexText) return;
     this.queue.add(this.config.namespace, this.config.debounceMs);
   }
 

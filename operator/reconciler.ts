@@ -55,7 +55,7 @@ export interface ReconcileReport {
   readonly tokens: number;
   readonly shards: number;
   readonly shardsWritten: number;
-  readonly indexWritten: boolean;
+  readonly snapshotIndexWritten: boolean;
   readonly deleted: number;
   /** Objects whose status differs from the desired one: queued for a status patch each. */
   readonly statusQueued: number;
@@ -79,7 +79,7 @@ type WriteOutcome = Awaited<ReturnType<SnapshotWriter['write']>>;
 interface Published {
   readonly phase: SnapshotPhase;
   /** The snapshot's index document (its generation, counts and shard digests), not the decision index. */
-  readonly snapshotIndex: ReturnType<typeof shardSnapshot>['index'];
+  readonly snapshotIndex: ReturnType<typeof shardSnapshot>['snapshotIndex'];
   readonly shards: ReturnType<typeof shardSnapshot>['shards'];
   readonly outcome: WriteOutcome;
   readonly compiledAt: number;
@@ -203,7 +203,7 @@ export class Reconciler {
   /** The snapshot first: compiled, sharded and written (only what differs) before any status work. */
   private async publishSnapshot(objects: readonly ProtectedScope[]): Promise<Published> {
     const phase = await this.compiler.snapshotAsync(objects);
-    const { index: snapshotIndex, shards } = shardSnapshot(phase.snapshot, this.opts.shardMaxBytes);
+    const { snapshotIndex, shards } = shardSnapshot(phase.snapshot, this.opts.shardMaxBytes);
     const compiledAt = this.now();
     const outcome = await this.opts.writer.write(snapshotIndex, shards);
     return { phase, snapshotIndex, shards, outcome, compiledAt, writtenAt: this.now() };
@@ -317,7 +317,7 @@ export class Reconciler {
       tokens: snapshotIndex.tokens,
       shards: shards.length,
       shardsWritten: outcome.shardsWritten,
-      indexWritten: outcome.indexWritten,
+      snapshotIndexWritten: outcome.snapshotIndexWritten,
       deleted: outcome.deleted,
       statusQueued,
       events,
@@ -326,7 +326,7 @@ export class Reconciler {
       statusMs: this.now() - p.writtenAt,
     };
     this._lastSuccessAt = this.now();
-    if (outcome.shardsWritten > 0 || outcome.indexWritten || outcome.deleted > 0 || statusQueued > 0) {
+    if (outcome.shardsWritten > 0 || outcome.snapshotIndexWritten || outcome.deleted > 0 || statusQueued > 0) {
       this.opts.log?.info({ namespace: this.opts.namespace, ...this._lastReport, durationMs: this.now() - nowMs }, 'reconciled');
     }
   }
