@@ -12,6 +12,7 @@ import type { Refusal, Refusals } from './refusals.js';
 import type { TokenUsage } from './token-usage.js';
 import { checkImported } from './imported-check.js';
 import type { ImportedTokens } from './imported-tokens.js';
+import type { ServingState } from './serving-state.js';
 import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
 import { ContractHeaders, contractFor, type Contract, type LikelyProxy, type Reading } from './endpoints/index.js';
 import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
@@ -19,15 +20,10 @@ import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from '.
 /** A request the endpoint's contract could read as one original request. */
 type Described = Extract<Reading, { ok: true }>;
 
-/** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
-export interface ServingState {
-  readonly index: AccessIndex | null;
-  readonly draining: boolean;
-}
-
 export interface AuthContext {
   readonly access: AccessConfig;
-  readonly state: ServingState;
+  /** What the endpoints read of the serving state: the index in service (read once per request), draining. */
+  readonly state: Pick<ServingState, 'index' | 'draining'>;
   readonly metrics: AuthMetrics;
   readonly logger: Logger;
   /** Longest time, in seconds, an nginx decision cache may keep an allow (X-Accel-Expires). */
@@ -207,7 +203,7 @@ class AuthPipeline {
     const index = this.ctx.state.index;
     let decision: Decision | null = null;
     if (index !== null && (v.ok || v.unavailable !== true)) {
-      const verified: VerifiedJwt = v.ok ? { ...v, source: pending.source } : { ok: false, source: pending.source };
+      const verified: VerifiedJwt = v.ok ? { ...v, carrier: pending.carrier } : { ok: false, carrier: pending.carrier };
       decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, verified }, Date.now());
     }
     this.ctx.metrics.jwtDecision(decision === null ? 'unavailable' : outcomeOf(decision), v.ok ? undefined : v.reason);
@@ -261,12 +257,12 @@ class AuthPipeline {
       return;
     }
     if (d?.outcome === 'granted') {
-      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.source });
+      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.carrier });
       return;
     }
     if (d?.outcome === 'granted-identity') {
       // Who (issuer, user) and through which group, never the JWT: a debug line per grant, summed at info by TokenUsage.
-      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.source, issuer: d.issuer, user: d.user, group: d.group });
+      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.carrier, issuer: d.issuer, user: d.user, group: d.group });
       return;
     }
     // Refusals are counted for Refusals' info lines; a bounded sample of them is written at info one by one.

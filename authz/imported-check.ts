@@ -4,16 +4,16 @@
  * than ASCII, over 512 characters: wis2box-auth took them), is checked against the governing scopes' imported records, from memory when the
  * token verified before, else off the event loop (./imported-tokens.ts). Every other decision passes unchanged.
  */
-import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type TokenSource } from '../core/index.js';
+import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type CredentialCarrier } from '../core/index.js';
 import type { ImportedTokens } from './imported-tokens.js';
 
 type Unknown = Extract<Decision, { outcome: 'invalid-token' }>;
 
 /** The grant an imported record gives, shaped like a SHA-256 token's so answers, logs and caching are the same. */
-function grantedBy(d: Unknown, c: ImportedCandidate, source: TokenSource): Decision {
+function grantedBy(d: Unknown, c: ImportedCandidate, carrier: CredentialCarrier): Decision {
   return {
     outcome: 'granted', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault,
-    scope: c.entry.scope, scopeKey: c.entry.key, tokenId: c.record.id, source, expiresAt: c.record.expiresAt, imported: true,
+    scope: c.entry.scope, scopeKey: c.entry.key, tokenId: c.record.id, carrier, expiresAt: c.record.expiresAt, imported: true,
   };
 }
 
@@ -32,7 +32,7 @@ export function checkImported(
   const presented = presentedImported(access, req);
   if (presented === undefined) return undefined;
   const hit = candidates.length > 0 ? tokens.remembered(presented.value, candidates) : undefined;
-  if (hit) return grantedBy(d, hit, presented.source);
+  if (hit) return grantedBy(d, hit, presented.carrier);
   const elsewhere = tokens.rememberedElsewhere(presented.value, index, now);
   if (elsewhere) return { outcome: 'insufficient-scope', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault, tokenId: elsewhere.record.id };
   if (candidates.length === 0) return undefined;
@@ -42,6 +42,6 @@ export function checkImported(
     const after = current();
     if (after === null) return null;
     const still = importedCandidates(after, d.governing, Date.now()).find((c) => c.record.hash === v.match.record.hash);
-    return still ? grantedBy(d, still, presented.source) : d;
+    return still ? grantedBy(d, still, presented.carrier) : d;
   });
 }

@@ -183,7 +183,7 @@ function configOf(flags: Flags, namespace: string, identity: string): OperatorCo
 /** The operator's view of the API: its namespace's objects, ConfigMaps, Events and (when electing) its Lease. */
 function backendsOf(kube: Awaited<ReturnType<typeof connect>>, namespace: string, flags: Flags): OperatorBackends {
   return {
-    scopes: protectedScopeListWatch(kube, namespace),
+    objectsWatch: protectedScopeListWatch(kube, namespace),
     configMapsWatch: configMapListWatch(kube, namespace, { labelSelector: snapshotSelector(flags.snapshotName) }),
     configMaps: kubeConfigMapClient(kube, namespace, FIELD_MANAGER),
     status: kubeScopeStatusClient(kube, namespace, FIELD_MANAGER),
@@ -203,7 +203,7 @@ async function listenOrExit(operator: Operator, listen: string, log: pino.Logger
           ok: operator.ready,
           detail: {
             leader: operator.isLeader,
-            protectedScopes: operator.scopeInformer.size,
+            protectedScopes: operator.objectInformer.size,
             lastReconcile: operator.reconciler.lastSuccessAt ? new Date(operator.reconciler.lastSuccessAt).toISOString() : null,
           },
         }),

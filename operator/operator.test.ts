@@ -82,7 +82,7 @@ function start(cluster: Cluster, opts: { leaderElect?: boolean; identity?: strin
   };
   const op = new Operator(
     {
-      scopes: cluster.scopes.listWatch(),
+      objectsWatch: cluster.scopes.listWatch(),
       configMapsWatch: cluster.configMaps.listWatch((cm) => cm.metadata.labels?.['auth.svc.io/snapshot'] === 'svc-auth-snapshot'),
       configMaps: opts.configMaps ?? fakeConfigMapClient(cluster.configMaps),
       status: fakeStatusClient(cluster.scopes),
@@ -279,7 +279,7 @@ describe('svc-operator on a fake API server', () => {
     const inner = fakeStatusClient(c.scopes);
     const slow = { patchStatus: async (n: string, p: Record<string, unknown>) => (await sleep(50), inner.patchStatus(n, p)) };
     const op = new Operator(
-      { scopes: c.scopes.listWatch(), configMapsWatch: c.configMaps.listWatch(), configMaps: fakeConfigMapClient(c.configMaps), status: slow, events: c.events },
+      { objectsWatch: c.scopes.listWatch(), configMapsWatch: c.configMaps.listWatch(), configMaps: fakeConfigMapClient(c.configMaps), status: slow, events: c.events },
       { namespace: 'ns', snapshotName: 'svc-auth-snapshot', identity: 'x', shardMaxBytes: 2000, staleGraceMs: 200, debounceMs: 10, statusConcurrency: 2, relistIntervalMs: 60_000, resyncMs: 60_000 },
       quiet,
       new OperatorMetrics(false),

@@ -28,7 +28,8 @@ export interface EventEmitter {
 
 export interface ReconcilerOptions {
   readonly namespace: string;
-  readonly scopes: () => readonly ProtectedScope[];
+  /** The ProtectedScope objects of the namespace, as the informer holds them. */
+  readonly objects: () => readonly ProtectedScope[];
   readonly writer: SnapshotWriter;
   readonly status: ScopeStatusClient;
   readonly events: EventEmitter;
@@ -183,7 +184,7 @@ export class Reconciler {
    * statuses, announce what changed, queue the status patches, then record metrics and the report.
    */
   private async reconcileOnce(nowMs: number): Promise<ProcessResult> {
-    const objects = this.opts.scopes();
+    const objects = this.opts.objects();
     const published = await this.publishSnapshot(objects);
     const compiled = await this.computeStatuses(objects, published.phase, nowMs);
     const events = new EventTally(this.opts.events);

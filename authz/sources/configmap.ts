@@ -13,7 +13,7 @@
 import { IncrementalIndex } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { describeError } from '../../k8s/errors.js';
-import type { ListWatchSource } from '../../k8s/informer.js';
+import type { ListWatch } from '../../k8s/informer.js';
 import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot/reader.js';
 import { SliceClock } from '../../lib/time-slice.js';
 import { DEFAULT_SLICE_MS, type SnapshotSink, type SnapshotSource } from './source.js';
@@ -31,7 +31,7 @@ export interface ConfigMapSourceOptions {
 
 export interface ConfigMapTransport {
   readonly namespace: string;
-  readonly snapshotIndexWatch: ListWatchSource<ConfigMapObject>;
+  readonly snapshotIndexWatch: ListWatch<ConfigMapObject>;
   getConfigMap(name: string): Promise<ConfigMapObject | undefined>;
   close?(): void;
 }

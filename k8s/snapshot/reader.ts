@@ -17,7 +17,7 @@ import { SerialRunner } from '../../lib/serial-runner.js';
 import { SliceClock } from '../../lib/time-slice.js';
 import type { ConfigMapObject } from '../configmaps.js';
 import { describeError } from '../errors.js';
-import { ResilientInformer, type InformerOptions, type ListWatchSource } from '../informer.js';
+import { ResilientInformer, type InformerOptions, type ListWatch } from '../informer.js';
 import { SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName } from './objects.js';
 
 export interface VerifiedSnapshot {
@@ -32,7 +32,7 @@ export interface VerifiedSnapshot {
 export interface SnapshotReaderOptions {
   readonly snapshotName: string;
   /** A list-watch of the snapshot index ConfigMap (a field selector on its name). */
-  readonly snapshotIndexWatch: ListWatchSource<ConfigMapObject>;
+  readonly snapshotIndexWatch: ListWatch<ConfigMapObject>;
   readonly getConfigMap: (name: string) => Promise<ConfigMapObject | undefined>;
   /** Builds and swaps; a throw counts as a failed load (the reader retries). */
   readonly deliver: (snapshot: VerifiedSnapshot, startedMs: number) => Promise<void> | void;
