@@ -1,5 +1,5 @@
 import { describe, it, expect, afterEach } from '@jest/globals';
-import { buildIndex, hashToken, hashTokenDigest, parseSnapshotIndex, tokenIdOf, verifyAssembled, verifyShard, type ProtectedScope, type TokenRecord } from '../core/index.js';
+import { buildIndex, closedAside, hashToken, hashTokenDigest, parseSnapshotIndex, tokenIdOf, verifyAssembled, verifyShard, type ProtectedScope, type TokenRecord } from '../core/index.js';
 import type { ConfigMapClient, ConfigMapObject } from '../k8s/configmaps.js';
 import { FakeApi, FakeEventSink, FakeLease, FakeStore, fakeConfigMapClient, fakeStatusClient } from '../k8s/fake.js';
 import { SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotSelector } from '../k8s/snapshot/objects.js';
@@ -63,7 +63,7 @@ afterEach(async () => {
   await Promise.all(operators.splice(0).map((o) => o.stop()));
 });
 
-function start(cluster: Cluster, opts: { leaderElect?: boolean; identity?: string; configMaps?: ConfigMapClient; overrides?: Partial<OperatorConfig> } = {}): Operator {
+function start(cluster: Cluster, opts: { leaderElect?: boolean; identity?: string; configMaps?: ConfigMapClient; overrides?: Partial<OperatorConfig>; log?: Logger } = {}): Operator {
   const config: OperatorConfig = {
     namespace: 'ns',
     snapshotName: 'svc-auth-snapshot',
@@ -90,7 +90,7 @@ function start(cluster: Cluster, opts: { leaderElect?: boolean; identity?: strin
       ...(opts.leaderElect ? { lease: cluster.lease.client(config.identity) } : {}),
     },
     config,
-    quiet,
+    opts.log ?? quiet,
     new OperatorMetrics(false),
   );
   op.start();
@@ -131,6 +131,34 @@ describe('svc-operator on a fake API server', () => {
     await op.recorder.flush();
     expect(c.events.reasons()).toEqual(['ScopeClosed', 'ScopeClosed']);
     expect(c.configMaps.list().map((cm) => cm.metadata.labels?.['auth.svc.io/snapshot-role']).sort()).toEqual(['index', 'shard']);
+  });
+
+  it('says why a scope is closed in core\'s one wording (closedAside), in the Ready message and the ScopeClosed Event alike', async () => {
+    const c = new Cluster();
+    c.create('embargo', { metadataId: 'urn:wmo:md:a', closed: true, tokens: [] });
+    c.create('stations', { path: 'collections/stations', tokens: [] });
+    const op = start(c);
+    await settle(op, c);
+    await op.recorder.flush();
+    for (const [name, by] of [['embargo', 'flag'], ['stations', 'default']] as const) {
+      const note = c.events.events.find((e) => e.regarding.name === name && e.reason === 'ScopeClosed')!.note;
+      expect(note.endsWith(closedAside({ by }))).toBe(true);
+      expect(c.status(name)!.conditions![0]!.message).toMatch(new RegExp(`^scope Closed${closedAside({ by }).replace(/[()]/g, '\\$&')};`));
+    }
+  });
+
+  it('logs an object\'s metadata.generation as objectGeneration, never as generation (the snapshot\'s content hash)', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log: Logger = { ...quiet, debug: (obj) => void lines.push(obj as Record<string, unknown>) };
+    const c = new Cluster();
+    c.create('a', { topicHierarchy: 'origin.a', tokens: [token('token-a-0123456789')] });
+    const op = start(c, { log });
+    await settle(op, c);
+    c.updateSpec('a', { topicHierarchy: 'origin.a', tokens: [] });
+    await settle(op, c);
+    const update = lines.find((l) => l.name === 'a' && l.need !== undefined)!;
+    expect(update).toMatchObject({ objectGeneration: 2, oldObjectGeneration: 1 });
+    expect(update).not.toHaveProperty('generation');
   });
 
   it('follows updates and deletes; its own status echoes cause no more writes', async () => {

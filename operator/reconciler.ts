@@ -5,7 +5,7 @@
  * or stale-shard deadline. Only the leader writes; it checks before every single write, so a lost lease
  * stops writing at once.
  */
-import { API_GROUP_VERSION, DEFAULT_PREFIXES, KIND, shardSnapshot, type PathPrefixes, type ProtectedScope } from '../core/index.js';
+import { API_GROUP_VERSION, closedAside, DEFAULT_PREFIXES, KIND, shardSnapshot, type OpenOrClosed, type PathPrefixes, type ProtectedScope } from '../core/index.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
 import { NotLeaderError, type SnapshotWriter } from '../k8s/snapshot/writer.js';
 import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
@@ -70,7 +70,7 @@ export interface ReconcileReport {
 
 /** A scope's state as last published, with an object to attach an Event to. */
 interface PublishedState {
-  readonly state: 'Open' | 'Closed';
+  readonly state: OpenOrClosed;
   readonly ref: ObjectReference;
 }
 
@@ -240,10 +240,8 @@ export class Reconciler {
       }
       const tokens = names.reduce((n, name) => n + (compiled.desired.get(name)?.status.tokens ?? 0), 0);
       const by = compiled.closedBy.get(key);
-      const why = by === 'flag' ? ' and closed: true'
-        : by === 'default' ? ' (closed by default: nothing executes or writes until a token grants it)'
-          : by === 'covered' ? ` (declared public, but ${(compiled.coveredBy.get(key) ?? []).join(' and ')} covers it)` : '';
-      events.emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${why}`);
+      const reason = by !== undefined ? closedAside({ by, governing: compiled.coveredBy.get(key) }) : '';
+      events.emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${reason}`);
     }
     for (const [key, { state, ref }] of this.scopeStates) {
       // A deleted path scope falls back to the default, which is closed unless --open-paths-by-default.

@@ -145,7 +145,7 @@ describeCluster('svc-operator + svc-auth on the control plane', () => {
       await until('stations Closed (default)', async () => (await status(ns, 'stations'))?.state === 'Closed');
       expect((await status(ns, 'stations'))?.conditions?.[0]?.message).toMatch(/^scope Closed \(default/);
       await until('ScopeClosed Events', async () => (await events(ns)).filter((e) => e.reason === 'ScopeClosed').length === 2);
-      expect((await events(ns)).find((e) => e.name === 'embargo')?.note).toMatch(/and closed: true$/);
+      expect((await events(ns)).find((e) => e.name === 'embargo')?.note).toMatch(/ \(closed: true\)$/);
       await until('svc-auth refuses the embargoed topic', async () => (await a.decide(topicFile('origin.embargo'))) === 401);
       // Lifting the embargo opens the topic; a path scope without tokens stays closed by default.
       await updateSpec(kube, ns, 'embargo', () => ({ topicHierarchy: 'origin.embargo', tokens: [] }));
