@@ -1,9 +1,9 @@
 /**
  * Whether a scope is closed, and why (docs/access-rules.md): while it has a token record (expired ones
  * included), while it grants a subject (an identity of the OpenID provider), while an object says
- * `closed: true`, or, for a path scope (process execution, stations
- * writes), by default until a token grants it, unless svc-auth runs with `--open-paths-by-default`.
- * The operator's status, its Events and the CLI all say it the same way.
+ * `closed: true`, or, for a path scope (process execution, stations writes), by default until a token grants it,
+ * unless svc-auth runs with `--open-paths-by-default`. The operator's status, its Events and the CLI all say it the
+ * same way: in the words of whyClosed below, and nowhere else.
  */
 import { DEFAULT_PREFIXES, isJobsPath, type PathPrefixes } from './path-scope.js';
 import { isPrefixPath, type Scope } from './scope.js';

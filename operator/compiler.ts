@@ -32,7 +32,7 @@ export interface Compilation {
   readonly desired: Map<string, Desired>;
   /** Scope key → Open/Closed, for every scope named by at least one readable object. */
   readonly scopeStates: Map<string, OpenOrClosed>;
-  /** Why each closed scope is closed (core's enforcedState): tokens, `closed: true`, the default of path scopes, covered. */
+  /** Why each closed scope is closed (core's ClosedBy, as enforcedState finds it; whyClosed words it). */
   readonly closedBy: Map<string, ClosedBy>;
   /** For a public scope that others' grants cover: their keys. */
   readonly coveredBy: Map<string, readonly string[]>;
