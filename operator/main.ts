@@ -65,7 +65,7 @@ export function program(): Command {
   return new Command('svc-operator')
     .description('Compiles the ProtectedScopes of a namespace into the snapshot ConfigMaps svc-auth serves from, and reports status on each ProtectedScope.')
     .option('-n, --namespace <ns>', "namespace to watch and write in (default: the pod's, else the kube context's)")
-    .addOption(new Option('--snapshot-name <name>', 'name of the index ConfigMap; shards are <name>-<digest>').default(DEFAULT_SNAPSHOT_NAME).argParser(parseName))
+    .addOption(new Option('--snapshot-name <name>', 'name of the snapshot index ConfigMap; shards are <name>-<digest>').default(DEFAULT_SNAPSHOT_NAME).argParser(parseName))
     .option('--leader-elect', 'elect a leader through a Lease so only one replica writes', false)
     .option('--open-paths-by-default', "as svc-auth's: path scopes without tokens are reported Open rather than Closed (default)", false)
     .addOption(new Option('--waf-prefix <prefix>', "as svc-auth's: the WAF's request prefix").default(['data'], '/data').argParser(prefixFlag))
