@@ -5,7 +5,8 @@ import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hash
 import { createAuthHandler } from './auth-pipeline.js';
 import type { HeadRequest, HeadResponse } from './http-front.js';
 import { createLogger } from './log.js';
-import { AuthMetrics, ENDPOINTS, OUTCOMES, SCOPE_KIND_LABELS } from './metrics.js';
+import { ENDPOINTS } from './endpoints/index.js';
+import { AuthMetrics, OUTCOMES, SCOPE_KIND_LABELS } from './metrics.js';
 import { Refusals } from './refusals.js';
 import { TokenUsage } from './token-usage.js';
 

@@ -13,8 +13,8 @@ import type { TokenUsage } from './token-usage.js';
 import { checkImported } from './imported-check.js';
 import type { ImportedTokens } from './imported-tokens.js';
 import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
-import { ContractHeaders, contractFor, type Contract, type LikelyProxy, type Reading } from './endpoints/index.js';
-import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
+import { ContractHeaders, contractFor, type Contract, type EndpointName, type LikelyProxy, type Reading } from './endpoints/index.js';
+import type { AnswerOutcome, AuthMetrics, ScopeKindLabel } from './metrics.js';
 
 /** A request the endpoint's contract could read as one original request. */
 type Described = Extract<Reading, { ok: true }>;
@@ -110,7 +110,7 @@ class AuthPipeline {
     const contract = contractFor(req.url ?? '');
     if (contract === undefined) return false;
     const endpoint = contract.endpoint;
-    const set = contract.answers(req) === 'nginx' ? this.answers.nginx : this.answers.proxy;
+    const set = contract.answers(req.url!) === 'nginx' ? this.answers.nginx : this.answers.proxy;
     const started = performance.now();
     if (this.ctx.state.draining) res.shouldKeepAlive = false;
     let reading: Described | undefined;
@@ -145,7 +145,7 @@ class AuthPipeline {
     return true;
   }
 
-  private decideReading(contract: Contract, req: HeadRequest, index: AccessIndex, now: number): { decision: Decision | VerifyJwt; reading?: Described } {
+  private decideReading(contract: Contract<EndpointName>, req: HeadRequest, index: AccessIndex, now: number): { decision: Decision | VerifyJwt; reading?: Described } {
     // node:http keeps only the first MAX_HEADERS_COUNT header lines: a repeat past them would go unseen.
     if (req.rawHeaders.length >= 2 * MAX_HEADERS_COUNT) return { decision: { outcome: 'malformed', reason: 'too many header lines' } };
     const reading = contract.read(req, this.headers.read(req.rawHeaders));
@@ -157,7 +157,7 @@ class AuthPipeline {
     return { decision: decide(index, this.ctx.access, reading, now), reading };
   }
 
-  private misdirectedProxy(contract: Contract, likely: LikelyProxy, reason: string): void {
+  private misdirectedProxy(contract: Contract<EndpointName>, likely: LikelyProxy, reason: string): void {
     this.ctx.metrics.misdirected(contract.endpoint, likely);
     const key = `${contract.endpoint} ${likely}`;
     if (this.warned.has(key)) return;
