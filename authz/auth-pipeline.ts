@@ -86,7 +86,7 @@ class AuthPipeline {
     if (reading.method !== null && !isToken(reading.method)) return decidedNow({ outcome: 'malformed', reason: 'no valid original method' });
     const d = decide(index, this.ctx.access, reading, x.at);
     if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, reading));
-    this.books.decidedNow(d);
+    this.books.decidedInOnePass(d);
     return this.imported === undefined ? decidedNow(d) : this.imported.check(d, reading, index, x.at);
   }
 

@@ -112,7 +112,7 @@ export class Bookkeeping {
   }
 
   /** A JWT decided in the first pass (verified before: the verifier's cache) is a JWT decision all the same. */
-  decidedNow(d: Decision): void {
+  decidedInOnePass(d: Decision): void {
     if (isKnownJwtDecision(d)) this.books.metrics.jwtDecision(outcomeOf(d));
   }
 
