@@ -1,23 +1,18 @@
 /**
  * The decision pipeline every auth endpoint shares: read the original request through the endpoint's
- * contract (./endpoints), decide against the index in service, verify a JWT when one must be, answer in the
- * proxy's flavour, then count and log. Nothing here depends on which proxy asked.
+ * contract (./endpoints), decide against the index in service, verify a JWT or an imported token's hash when
+ * one must be (the decision then answers later: ./exchange.ts), answer in the proxy's flavour, then record the
+ * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
  */
-import type { Logger } from 'pino';
-import { decide, scopeKey, type AccessConfig, type AccessIndex, type Decision, type Scope, type VerifiedJwt, type VerifyJwt } from '../core/index.js';
-import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope, type AnswerSet } from './answers.js';
-import { jwtExpOf, type OidcVerifier } from './oidc.js';
-import { DecisionLog } from './decision-log.js';
-import type { Refusal, Refusals } from './refusals.js';
-import type { TokenUsage } from './token-usage.js';
-import { checkImported } from './imported-check.js';
-import type { ImportedTokens } from './imported-tokens.js';
+import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../core/index.js';
+import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from './answers.js';
+import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
+import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from './endpoints/index.js';
+import { decidedLater, decidedNow, type Deciding, type Described, type Exchange } from './exchange.js';
 import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
-import { ContractHeaders, contractFor, type Contract, type LikelyProxy, type Reading } from './endpoints/index.js';
-import type { AnswerOutcome, AuthMetrics, EndpointName, ScopeKindLabel } from './metrics.js';
-
-/** A request the endpoint's contract could read as one original request. */
-type Described = Extract<Reading, { ok: true }>;
+import { ImportedCheck } from './imported-check.js';
+import type { ImportedTokens } from './imported-tokens.js';
+import { jwtExpOf, type OidcVerifier } from './oidc.js';
 
 /** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
 export interface ServingState {
@@ -25,63 +20,21 @@ export interface ServingState {
   readonly draining: boolean;
 }
 
-export interface AuthContext {
+/** What the pipeline decides with, and where it records its answers (Books: metrics, logger, usage, refusals). */
+export interface AuthContext extends Books {
   readonly access: AccessConfig;
   readonly state: ServingState;
-  readonly metrics: AuthMetrics;
-  readonly logger: Logger;
   /** Longest time, in seconds, an nginx decision cache may keep an allow (X-Accel-Expires). */
   readonly cacheMaxAge: number;
-  /** Where grants are counted (logged per window at info; each grant is a debug line). */
-  readonly usage: TokenUsage;
-  /** Where refusals are counted (logged per window at info; a bounded sample one by one). */
-  readonly refusals: Refusals;
   /** The OpenID verifier when issuers are configured; `access.oidcIssuers` names the same issuers. */
-  readonly oidc?: OidcVerifier;
+  readonly oidc?: Pick<OidcVerifier, 'verify'>;
   /** Verifies tokens imported from wis2box-auth (PBKDF2), bounded and remembered; absent: they never grant. */
   readonly imported?: ImportedTokens;
 }
 
-function kindOf(governing: readonly Scope[]): ScopeKindLabel {
-  const kind = governing[0]!.kind;
-  for (let i = 1; i < governing.length; i++) if (governing[i]!.kind !== kind) return 'mixed';
-  return kind;
-}
-
-/**
- * The scope a refusal is summed under, never a value the client builds (issue 27): the one governing scope, a
- * closed scope of the store; when several govern, their kind alone (a path may name any subset of the closed
- * datasets, and a key per combination let 1,023 requests write 1,001 lines); UNCOVERED for a path no scope covers
- * (closed by default), whose value the client chose (any process id). So the summary lines of a window are at most
- * endpoints × outcomes × reasons × (closed scopes + these labels), whatever the requests.
- */
-const UNCOVERED = 'uncovered (closed by default)';
-const severalGovern = (kind: ScopeKindLabel): string => `${kind} (several govern)`;
-function summaryScope(d: { readonly governing: readonly Scope[]; readonly closedByDefault: boolean }): string {
-  if (d.closedByDefault) return UNCOVERED;
-  return d.governing.length === 1 ? scopeKey(d.governing[0]!) : severalGovern(kindOf(d.governing));
-}
-
-function keysOf(governing: readonly Scope[]): string {
-  return governing.length === 1 ? scopeKey(governing[0]!) : governing.map(scopeKey).join(' ');
-}
-
-/** What a refusal is counted by (Refusals): never the method or the path, which the client chooses freely. */
-function refusalOf(endpoint: EndpointName, d: Decision | null, outcome: AnswerOutcome): Refusal {
-  if (d === null) return { endpoint, outcome };
-  switch (d.outcome) {
-    case 'insufficient-scope':
-      return { endpoint, outcome, scope: summaryScope(d), tokenId: d.tokenId, issuer: d.issuer, user: d.user };
-    case 'invalid-token':
-      return { endpoint, outcome, scope: summaryScope(d), why: d.why, tokenId: d.tokenId };
-    case 'no-token':
-      return { endpoint, outcome, scope: summaryScope(d) };
-    case 'malformed':
-      return { endpoint, outcome, reason: d.reason };
-    default:
-      return { endpoint, outcome };
-  }
-}
+/** No index in service yet: nothing is allowed. */
+const UNAVAILABLE: Deciding = decidedNow(null);
+const TOO_MANY_HEADER_LINES: Reading = { ok: false, reason: 'too many header lines' };
 
 /**
  * The hot path: a plain node:http handler placed before the Express app. Returns false for any URL that
@@ -92,108 +45,84 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
   return (req, res) => pipeline.handle(req, res);
 }
 
-/** One request's path through the pipeline, and the bookkeeping after its answer (metrics, logs, counts). */
+/** One request's path through the pipeline: read, decide (now or later), answer, record. */
 class AuthPipeline {
   private readonly answers: ReturnType<typeof answerSets>;
-  private readonly decisions: DecisionLog;
+  private readonly books: Bookkeeping;
+  private readonly imported: ImportedCheck | undefined;
   /** One reused reader: the handler runs to completion before the next request is read. */
   private readonly headers = new ContractHeaders();
-  /** Misdirected proxies warned about already (at most one line per endpoint and likely sender). */
-  private readonly warned = new Set<string>();
 
   constructor(private readonly ctx: AuthContext) {
     this.answers = answerSets(ctx.cacheMaxAge);
-    this.decisions = new DecisionLog(ctx.logger);
+    this.books = new Bookkeeping(ctx);
+    this.imported = ctx.imported && new ImportedCheck(ctx.imported, () => ctx.state.index, ctx.access);
   }
 
   handle(req: HeadRequest, res: HeadResponse): boolean {
-    const contract = contractFor(req.url ?? '');
+    const url = req.url ?? '';
+    const contract = contractFor(url);
     if (contract === undefined) return false;
-    const endpoint = contract.endpoint;
-    const set = contract.answers(req) === 'nginx' ? this.answers.nginx : this.answers.proxy;
-    const started = performance.now();
+    const x: Exchange = { endpoint: contract.endpoint, answers: this.answers[contract.answers(url)], res, started: performance.now(), at: 0, reading: undefined };
     if (this.ctx.state.draining) res.shouldKeepAlive = false;
-    let reading: Described | undefined;
     try {
-      const index = this.ctx.state.index;
-      if (index === null) {
-        this.respond(endpoint, set, res, started, undefined, null, 0);
-        return true;
-      }
-      const now = Date.now();
-      const first = this.decideReading(contract, req, index, now);
-      reading = first.reading;
-      if (first.decision.outcome === 'verify-jwt') {
-        const pending = first.decision;
-        const o = reading!;
-        void this.answerLater(endpoint, set, res, o, started, () => this.verifiedDecision(pending, o));
-        return true;
-      }
-      let decision = first.decision;
-      const imported = this.ctx.imported && checkImported(this.ctx.imported, () => this.ctx.state.index, this.ctx.access, reading!, decision, index, now);
-      if (imported instanceof Promise) {
-        void this.answerLater(endpoint, set, res, reading!, started, () => imported);
-        return true;
-      }
-      if (imported) decision = imported;
-      // A JWT decided in this pass (verified before: the verifier's cache) is a JWT decision all the same.
-      if (isKnownJwtDecision(decision)) this.ctx.metrics.jwtDecision(outcomeOf(decision));
-      this.respond(endpoint, set, res, started, reading, decision, now);
+      const d = this.decision(contract, req, x);
+      if (d.kind === 'now') this.respond(x, d.decision);
+      else void this.answerLater(x, d.promise);
     } catch (e) {
-      this.fail(endpoint, set, res, started, reading, e);
+      this.fail(x, e);
     }
     return true;
   }
 
-  private decideReading(contract: Contract, req: HeadRequest, index: AccessIndex, now: number): { decision: Decision | VerifyJwt; reading?: Described } {
+  /** The decision on the request, now or (a JWT's signature, an imported token's hash to verify first) later. */
+  private decision(contract: Contract<EndpointName>, req: HeadRequest, x: Exchange): Deciding {
+    const index = this.ctx.state.index;
+    if (index === null) return UNAVAILABLE;
+    x.at = Date.now();
+    const reading = this.read(contract, req);
+    if (!reading.ok) return decidedNow({ outcome: 'malformed', reason: reading.reason });
+    x.reading = reading;
+    if (reading.method !== null && !isToken(reading.method)) return decidedNow({ outcome: 'malformed', reason: 'no valid original method' });
+    const d = decide(index, this.ctx.access, reading, x.at);
+    if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, reading));
+    this.books.decidedInOnePass(d);
+    return this.imported === undefined ? decidedNow(d) : this.imported.check(d, reading, index, x.at);
+  }
+
+  /** The contract's reading of the request; a misdirected proxy is recorded. */
+  private read(contract: Contract<EndpointName>, req: HeadRequest): Reading {
     // node:http keeps only the first MAX_HEADERS_COUNT header lines: a repeat past them would go unseen.
-    if (req.rawHeaders.length >= 2 * MAX_HEADERS_COUNT) return { decision: { outcome: 'malformed', reason: 'too many header lines' } };
+    if (req.rawHeaders.length >= 2 * MAX_HEADERS_COUNT) return TOO_MANY_HEADER_LINES;
     const reading = contract.read(req, this.headers.read(req.rawHeaders));
-    if (!reading.ok) {
-      if (reading.misdirected !== undefined) this.misdirectedProxy(contract, reading.misdirected, reading.reason);
-      return { decision: { outcome: 'malformed', reason: reading.reason } };
-    }
-    if (reading.method !== null && !isToken(reading.method)) return { decision: { outcome: 'malformed', reason: 'no valid original method' }, reading };
-    return { decision: decide(index, this.ctx.access, reading, now), reading };
+    if (!reading.ok && reading.misdirected !== undefined) this.books.misdirected(contract.endpoint, reading.misdirected, reading.reason);
+    return reading;
   }
 
-  private misdirectedProxy(contract: Contract, likely: LikelyProxy, reason: string): void {
-    this.ctx.metrics.misdirected(contract.endpoint, likely);
-    const key = `${contract.endpoint} ${likely}`;
-    if (this.warned.has(key)) return;
-    this.warned.add(key);
-    // Once per endpoint and likely sender: the refusals themselves are counted and sampled like any other.
-    this.ctx.logger.warn({ endpoint: contract.endpoint, likelyProxy: likely }, `requests without this endpoint's target headers are refused: ${reason}`);
-  }
-
-  /**
-   * An answer that waits on a verification (a JWT's signature, an imported token's PBKDF2 hash): `settle` gives
-   * the decision, or null when it cannot be made now (no keys, no free slot, no index), which is answered as
-   * unavailable and never as a grant.
-   */
-  private async answerLater(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, reading: Described, started: number, settle: () => Promise<Decision | null>): Promise<void> {
+  /** Answers once the verification has decided; a verification that fails is an internal error, never a grant. */
+  private async answerLater(x: Exchange, decision: Promise<Decision | null>): Promise<void> {
     try {
-      const decision = await settle();
-      this.respond(endpoint, set, res, started, reading, decision, Date.now());
+      const d = await decision;
+      x.at = Date.now();
+      this.respond(x, d);
     } catch (e) {
-      this.fail(endpoint, set, res, started, reading, e);
+      this.fail(x, e);
     }
   }
 
-  /** Answers with the decision (null: unavailable, never a grant), then counts and logs it. */
-  private respond(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, started: number, reading: Described | undefined, decision: Decision | null, now: number): void {
-    let kind: ScopeKindLabel = 'none';
-    if (decision === null) sendAnswer(res, set.unavailable);
-    else kind = this.answer(res, set, decision, now);
-    this.finish(endpoint, started, decision === null ? 'unavailable' : outcomeOf(decision), kind, reading, decision);
+  /** Answers with the decision (null: unavailable, never a grant), then records it. */
+  private respond(x: Exchange, d: Decision | null): void {
+    if (d === null) sendAnswer(x.res, x.answers.unavailable);
+    else this.answer(x, d);
+    this.books.answered(x, d);
   }
 
   /** An internal error: denied (or the connection reset when the answer had begun), logged, counted as an error. */
-  private fail(endpoint: EndpointName, set: AnswerSet, res: HeadResponse, started: number, reading: Described | undefined, e: unknown): void {
-    this.ctx.logger.error({ endpoint, err: e }, 'internal error while deciding; denied');
-    if (!res.headersSent) sendAnswer(res, set.unavailable);
-    else res.destroy();
-    this.finish(endpoint, started, 'error', 'none', reading, null);
+  private fail(x: Exchange, e: unknown): void {
+    this.ctx.logger.error({ endpoint: x.endpoint, err: e }, 'internal error while deciding; denied');
+    if (!x.res.headersSent) sendAnswer(x.res, x.answers.unavailable);
+    else x.res.destroy();
+    this.books.failed(x);
   }
 
   /**
@@ -214,78 +143,24 @@ class AuthPipeline {
     return decision;
   }
 
-  private answer(res: HeadResponse, set: AnswerSet, d: Decision, now: number): ScopeKindLabel {
+  private answer(x: Exchange, d: Decision): void {
+    const { res, answers: set } = x;
     switch (d.outcome) {
       case 'open':
-        sendAnswer(res, set.open);
-        return 'none';
+        return sendAnswer(res, set.open);
       case 'granted':
-        sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, now);
-        this.ctx.usage.record(d.scopeKey, d.tokenId, now, d.imported === true);
-        return d.scope.kind;
+        return sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, x.at);
       case 'granted-identity':
         // Granted until exp plus the skew, cacheable only until exp itself.
-        sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, jwtExpOf(d.expiresAt), now);
-        this.ctx.usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, now);
-        return d.scope.kind;
+        return sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, jwtExpOf(d.expiresAt), x.at);
       case 'no-token':
-        sendAnswer(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
-        return kindOf(d.governing);
+        return sendAnswer(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
       case 'invalid-token':
-        sendAnswer(res, set.invalidToken);
-        return kindOf(d.governing);
+        return sendAnswer(res, set.invalidToken);
       case 'insufficient-scope':
-        sendInsufficientScope(res, set, keysOf(d.governing));
-        return kindOf(d.governing);
+        return sendInsufficientScope(res, set, keysOf(d.governing));
       case 'malformed':
-        sendAnswer(res, set.malformed);
-        return 'none';
+        return sendAnswer(res, set.malformed);
     }
   }
-
-  private finish(endpoint: EndpointName, started: number, outcome: AnswerOutcome, kind: ScopeKindLabel, reading: Described | undefined, decision: Decision | null): void {
-    try {
-      this.ctx.metrics.decision(endpoint, outcome, kind, (performance.now() - started) / 1000);
-      if (outcome !== 'error') this.log(endpoint, reading?.method ?? undefined, decision, outcome);
-    } catch {
-      // The answer is out; bookkeeping must never take the server down.
-    }
-  }
-
-  private log(endpoint: EndpointName, method: string | undefined, d: Decision | null, outcome: AnswerOutcome): void {
-    // Never the raw target or a header: the target may carry ?token=, so the path is logged normalized and
-    // without its query. Open answers and grants at debug (grants are counted for TokenUsage's info lines).
-    const decisions = this.decisions;
-    if (d?.outcome === 'open') {
-      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path });
-      return;
-    }
-    if (d?.outcome === 'granted') {
-      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.source });
-      return;
-    }
-    if (d?.outcome === 'granted-identity') {
-      // Who (issuer, user) and through which group, never the JWT: a debug line per grant, summed at info by TokenUsage.
-      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.source, issuer: d.issuer, user: d.user, group: d.group });
-      return;
-    }
-    // Refusals are counted for Refusals' info lines; a bounded sample of them is written at info one by one.
-    const refusal = refusalOf(endpoint, d, outcome);
-    const level = this.ctx.refusals.record(refusal, Date.now()) ? 'info' : 'debug';
-    if (!decisions.enabled(level)) return;
-    // A sampled line names every governing scope where the summary has only their kind (several govern).
-    const scope = d !== null && 'governing' in d && d.governing.length > 1 && !d.closedByDefault ? keysOf(d.governing) : refusal.scope;
-    decisions.write(level, { ...refusal, scope, method, path: d !== null && 'path' in d ? d.path : undefined });
-  }
-}
-
-/** A decision on an identity (a JWT of the verifier's cache): granted, not granted, or expired since. */
-function isKnownJwtDecision(d: Decision): boolean {
-  return d.outcome === 'granted-identity' || (d.outcome === 'insufficient-scope' && d.issuer !== undefined) || (d.outcome === 'invalid-token' && d.why === 'jwt');
-}
-
-/** The metric and log outcome of a decision: an identity's grant is a grant. */
-function outcomeOf(d: Decision): AnswerOutcome {
-  if (d.outcome === 'granted-identity') return 'granted';
-  return d.outcome;
 }

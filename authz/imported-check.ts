@@ -4,7 +4,8 @@
  * than ASCII, over 512 characters: wis2box-auth took them), is checked against the governing scopes' imported records, from memory when the
  * token verified before, else off the event loop (./imported-tokens.ts). Every other decision passes unchanged.
  */
-import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type TokenSource } from '../core/index.js';
+import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type ImportedCredential, type TokenSource } from '../core/index.js';
+import { decidedLater, decidedNow, type Deciding } from './exchange.js';
 import type { ImportedTokens } from './imported-tokens.js';
 
 type Unknown = Extract<Decision, { outcome: 'invalid-token' }>;
@@ -17,31 +18,43 @@ function grantedBy(d: Unknown, c: ImportedCandidate, source: TokenSource): Decis
   };
 }
 
-/**
- * undefined: nothing imported to check (the decision stands); a Decision: answered now (a remembered token); a
- * Promise: verifying, resolving to the decision, or to null when no slot was free (refused as unavailable).
- */
-export function checkImported(
-  tokens: ImportedTokens, current: () => AccessIndex | null, access: AccessConfig, req: { readonly target: string; readonly authorization: string | undefined },
-  d: Decision, index: AccessIndex, now: number,
-): Decision | Promise<Decision | null> | undefined {
-  if (!triesImported(d)) return undefined;
-  const candidates = importedCandidates(index, d.governing, now);
-  // Nothing imported governs and nothing was ever verified: no imported token can change the answer.
-  if (candidates.length === 0 && tokens.size === 0) return undefined;
-  const presented = presentedImported(access, req);
-  if (presented === undefined) return undefined;
-  const hit = candidates.length > 0 ? tokens.remembered(presented.value, candidates) : undefined;
-  if (hit) return grantedBy(d, hit, presented.source);
-  const elsewhere = tokens.rememberedElsewhere(presented.value, index, now);
-  if (elsewhere) return { outcome: 'insufficient-scope', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault, tokenId: elsewhere.record.id };
-  if (candidates.length === 0) return undefined;
-  return tokens.verify(presented.value, candidates).then((v) => {
+/** Checks tokens no SHA-256 record knows against the imported records of the index in service. */
+export class ImportedCheck {
+  constructor(
+    private readonly tokens: ImportedTokens,
+    /** The index in service when a derivation ends (it may have been swapped meanwhile). */
+    private readonly current: () => AccessIndex | null,
+    private readonly access: AccessConfig,
+  ) {}
+
+  /**
+   * The decision on `req` once imported records are counted: `d` as it stands when nothing imported can change it
+   * (any decision but an unknown token or a value no svc token can be: core's triesImported); an imported grant, or
+   * another scope's token, now when the token verified before; later when its hash must be derived, resolving to
+   * null when no slot was free.
+   */
+  check(d: Decision, req: { readonly target: string; readonly authorization: string | undefined }, index: AccessIndex, now: number): Deciding {
+    if (!triesImported(d)) return decidedNow(d);
+    const candidates = importedCandidates(index, d.governing, now);
+    // Nothing imported governs and nothing was ever verified: no imported token can change the answer.
+    if (candidates.length === 0 && this.tokens.size === 0) return decidedNow(d);
+    const presented = presentedImported(this.access, req);
+    if (presented === undefined) return decidedNow(d);
+    const hit = candidates.length > 0 ? this.tokens.remembered(presented.value, candidates) : undefined;
+    if (hit) return decidedNow(grantedBy(d, hit, presented.source));
+    const elsewhere = this.tokens.rememberedElsewhere(presented.value, index, now);
+    if (elsewhere) return decidedNow({ outcome: 'insufficient-scope', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault, tokenId: elsewhere.record.id });
+    if (candidates.length === 0) return decidedNow(d);
+    return decidedLater(this.derived(d, presented, candidates));
+  }
+
+  private async derived(d: Unknown, presented: ImportedCredential, candidates: readonly ImportedCandidate[]): Promise<Decision | null> {
+    const v = await this.tokens.verify(presented.value, candidates);
     if (!v.ok) return v.busy ? null : d;
     // Granted only if the index in service after the derivation still holds the record (not revoked meanwhile).
-    const after = current();
+    const after = this.current();
     if (after === null) return null;
     const still = importedCandidates(after, d.governing, Date.now()).find((c) => c.record.hash === v.match.record.hash);
     return still ? grantedBy(d, still, presented.source) : d;
-  });
+  }
 }

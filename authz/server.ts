@@ -182,7 +182,7 @@ function createAuthServer(auth: FrontHandler, app: express.Express, state: Snaps
   server.maxHeadersCount = MAX_HEADERS_COUNT;
   // nginx's auth_request turns node:http's 431 for an oversized head into a 500: its endpoints refuse with 403.
   const nginxRefusal = answerSets(cacheMaxAge).nginx.malformed;
-  const front = installFront(server, auth, { tooLarge: (target) => (contractFor(target)?.answers({ url: target, rawHeaders: [] }) === 'nginx' ? nginxRefusal : undefined) });
+  const front = installFront(server, auth, { tooLarge: (target) => (contractFor(target)?.answers(target) === 'nginx' ? nginxRefusal : undefined) });
   return { server, front };
 }
 
