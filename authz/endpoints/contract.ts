@@ -4,8 +4,8 @@
  * forward-auth.ts, ext-authz.ts); the decision pipeline that runs after the reading (../auth-pipeline.ts)
  * is the same for all of them.
  */
-import type { Flavour } from '../answers.js';
-import type { HeadRequest } from '../http-front.js';
+import type { Flavour } from '../http/answers.js';
+import type { HeadRequest } from '../http/http-front.js';
 import { disagreement, H, misdirected, type ContractHeaders, type LikelyProxy, type Slot } from './headers.js';
 
 /** The original request as the proxy described it, or why its description cannot be read as one request. */

@@ -5,13 +5,13 @@
  * what a decision line carries (never the raw target, a header or a credential).
  */
 import type { Logger } from 'pino';
-import { scopeKey, type Decision, type Scope } from '../core/index.js';
-import { DecisionLog } from './decision-log.js';
-import type { EndpointName, LikelyProxy } from './endpoints/index.js';
+import { scopeKey, type Decision, type Scope } from '../../core/index.js';
+import { DecisionLog } from '../telemetry/decision-log.js';
+import type { EndpointName, LikelyProxy } from '../endpoints/index.js';
 import type { Exchange } from './exchange.js';
-import type { AnswerOutcome, AuthMetrics, ScopeKindLabel } from './metrics.js';
-import type { Refusal, Refusals } from './refusals.js';
-import type { TokenUsage } from './token-usage.js';
+import type { AnswerOutcome, AuthMetrics, ScopeKindLabel } from '../telemetry/metrics.js';
+import type { Refusal, Refusals } from '../telemetry/refusals.js';
+import type { TokenUsage } from '../telemetry/token-usage.js';
 
 /** Where the answers are recorded (svc-auth's AuthContext has them all). */
 export interface Books {

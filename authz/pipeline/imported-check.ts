@@ -4,9 +4,9 @@
  * than ASCII, over 512 characters: wis2box-auth took them), is checked against the governing scopes' imported records, from memory when the
  * token verified before, else off the event loop (./imported-tokens.ts). Every other decision passes unchanged.
  */
-import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type ImportedCredential, type TokenSource } from '../core/index.js';
+import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type ImportedCredential, type TokenSource } from '../../core/index.js';
 import { decidedLater, decidedNow, type Deciding } from './exchange.js';
-import type { ImportedTokens } from './imported-tokens.js';
+import type { ImportedTokens } from '../imported/imported-tokens.js';
 
 type Unknown = Extract<Decision, { outcome: 'invalid-token' }>;
 

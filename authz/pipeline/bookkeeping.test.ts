@@ -1,14 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, formatGeneratedToken, hashToken, newProtectedScope, tokenIdOf, type Decision, type Scope } from '../core/index.js';
-import { answerSets } from './answers.js';
+import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, formatGeneratedToken, hashToken, newProtectedScope, tokenIdOf, type Decision, type Scope } from '../../core/index.js';
+import { answerSets } from '../http/answers.js';
 import { Bookkeeping } from './bookkeeping.js';
 import type { Exchange } from './exchange.js';
-import type { HeadResponse } from './http-front.js';
-import { createLogger } from './log.js';
-import { AuthMetrics } from './metrics.js';
-import { Refusals } from './refusals.js';
-import { TokenUsage } from './token-usage.js';
+import type { HeadResponse } from '../http/http-front.js';
+import { createLogger } from '../telemetry/log.js';
+import { AuthMetrics } from '../telemetry/metrics.js';
+import { Refusals } from '../telemetry/refusals.js';
+import { TokenUsage } from '../telemetry/token-usage.js';
 
 // What is recorded of an answer once it is out: metrics, usage, the decision line or the refusal count.
 

@@ -1,16 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash, pbkdf2Sync } from 'node:crypto';
 import fc from 'fast-check';
-import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, formatImportedHash, hashToken, newProtectedScope, scopeKey, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../core/index.js';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, formatImportedHash, hashToken, newProtectedScope, scopeKey, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
 import { createAuthHandler } from './auth-pipeline.js';
-import type { HeadRequest, HeadResponse } from './http-front.js';
-import { ImportedTokens } from './imported-tokens.js';
-import { createLogger } from './log.js';
-import { ENDPOINTS } from './endpoints/index.js';
-import { AuthMetrics, OUTCOMES, SCOPE_KIND_LABELS } from './metrics.js';
-import { Refusals } from './refusals.js';
-import type { VerifyOutcome } from './oidc.js';
-import { TokenUsage } from './token-usage.js';
+import type { HeadRequest, HeadResponse } from '../http/http-front.js';
+import { ImportedTokens } from '../imported/imported-tokens.js';
+import { createLogger } from '../telemetry/log.js';
+import { ENDPOINTS } from '../endpoints/index.js';
+import { AuthMetrics, OUTCOMES, SCOPE_KIND_LABELS } from '../telemetry/metrics.js';
+import { Refusals } from '../telemetry/refusals.js';
+import type { VerifyOutcome } from '../identity/oidc.js';
+import { TokenUsage } from '../telemetry/token-usage.js';
 
 // The decision pipeline driven directly (no sockets): requests in, answers and the refusal summary lines out.
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { pbkdf2Sync } from 'node:crypto';
-import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, formatImportedHash, newProtectedScope, tokenIdOf, type AccessIndex, type Decision, type Scope, type TokenRecord } from '../core/index.js';
+import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, formatImportedHash, newProtectedScope, tokenIdOf, type AccessIndex, type Decision, type Scope, type TokenRecord } from '../../core/index.js';
 import type { Deciding } from './exchange.js';
 import { ImportedCheck } from './imported-check.js';
-import { ImportedTokens } from './imported-tokens.js';
+import { ImportedTokens } from '../imported/imported-tokens.js';
 
 // The imported-hash check gives the pipeline's one shape of a decision: now, or later when a hash is derived.
 

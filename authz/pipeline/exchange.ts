@@ -2,10 +2,10 @@
  * One auth request on its way through the pipeline (./auth-pipeline.ts), and the one shape of its decision:
  * made now, or later when a verification must run first (a JWT's signature, an imported token's PBKDF2 hash).
  */
-import type { Decision } from '../core/index.js';
-import type { AnswerSet } from './answers.js';
-import type { EndpointName, Reading } from './endpoints/index.js';
-import type { HeadResponse } from './http-front.js';
+import type { Decision } from '../../core/index.js';
+import type { AnswerSet } from '../http/answers.js';
+import type { EndpointName, Reading } from '../endpoints/index.js';
+import type { HeadResponse } from '../http/http-front.js';
 
 /** A request the endpoint's contract could read as one original request. */
 export type Described = Extract<Reading, { ok: true }>;

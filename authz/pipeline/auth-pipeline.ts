@@ -4,15 +4,15 @@
  * one must be (the decision then answers later: ./exchange.ts), answer in the proxy's flavour, then record the
  * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
  */
-import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../core/index.js';
-import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from './answers.js';
+import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
+import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from '../http/answers.js';
 import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
-import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from './endpoints/index.js';
+import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
 import { decidedLater, decidedNow, type Deciding, type Described, type Exchange } from './exchange.js';
-import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from './http-front.js';
+import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from '../http/http-front.js';
 import { ImportedCheck } from './imported-check.js';
-import type { ImportedTokens } from './imported-tokens.js';
-import { jwtExpOf, type OidcVerifier } from './oidc.js';
+import type { ImportedTokens } from '../imported/imported-tokens.js';
+import { jwtExpOf, type OidcVerifier } from '../identity/oidc.js';
 
 /** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
 export interface ServingState {
