@@ -2,9 +2,9 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { AccessConfig } from '../core/index.js';
-import { LOG_LEVELS, type LogLevel } from './log.js';
-import { issuersFromFlags, parseAuthenticationConfiguration, type IssuerConfig } from './oidc-config.js';
-import type { OidcOptions } from './oidc.js';
+import { LOG_LEVELS, type LogLevel } from './telemetry/log.js';
+import { issuersFromFlags, parseAuthenticationConfiguration, type IssuerConfig } from './identity/oidc-config.js';
+import type { OidcOptions } from './identity/oidc.js';
 import { accessConfig, parseHostPort, UsageError, type HostPort } from './options.js';
 
 export type SourceConfig =

@@ -3,18 +3,18 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
-import { createAuthHandler } from './auth-pipeline.js';
-import { installFront, MAX_HEADERS_COUNT, type Front, type FrontHandler } from './http-front.js';
-import { answerSets } from './answers.js';
+import { createAuthHandler } from './pipeline/auth-pipeline.js';
+import { installFront, MAX_HEADERS_COUNT, type Front, type FrontHandler } from './http/http-front.js';
+import { answerSets } from './http/answers.js';
 import { contractFor } from './endpoints/index.js';
-import { OidcVerifier, type OidcOptions } from './oidc.js';
-import { DEFAULT_IMPORTED_TOKENS, ImportedTokens, type ImportedTokensOptions } from './imported-tokens.js';
-import { renderProtectedList, type ProtectedList } from './protected-list.js';
-import { Refusals } from './refusals.js';
-import { TokenUsage } from './token-usage.js';
-import { AuthMetrics } from './metrics.js';
+import { OidcVerifier, type OidcOptions } from './identity/oidc.js';
+import { DEFAULT_IMPORTED_TOKENS, ImportedTokens, type ImportedTokensOptions } from './imported/imported-tokens.js';
+import { renderProtectedList, type ProtectedList } from './http/protected-list.js';
+import { Refusals } from './telemetry/refusals.js';
+import { TokenUsage } from './telemetry/token-usage.js';
+import { AuthMetrics } from './telemetry/metrics.js';
 import type { HostPort } from './options.js';
-import { ServingState } from './serving-state.js';
+import { ServingState } from './pipeline/serving-state.js';
 import type { LoadedSnapshot, SnapshotSink, SnapshotSource, SourceFailure } from './sources/source.js';
 
 export interface ServerOptions {
@@ -172,7 +172,7 @@ function createAuthServer(auth: FrontHandler, app: express.Express, state: Servi
   server.maxHeadersCount = MAX_HEADERS_COUNT;
   // nginx's auth_request turns node:http's 431 for an oversized head into a 500: its endpoints refuse with 403.
   const nginxRefusal = answerSets(cacheMaxAge).nginx.malformed;
-  const front = installFront(server, auth, { tooLarge: (target) => (contractFor(target)?.answers({ url: target, rawHeaders: [] }) === 'nginx' ? nginxRefusal : undefined) });
+  const front = installFront(server, auth, { tooLarge: (target) => (contractFor(target)?.answers(target) === 'nginx' ? nginxRefusal : undefined) });
   return { server, front };
 }
 

@@ -24,7 +24,7 @@ import { request as httpsRequest } from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
 import type { Logger } from 'pino';
-import type { CredentialCarrier, VerifiedJwt } from '../core/index.js';
+import type { CredentialCarrier, VerifiedJwt } from '../../core/index.js';
 import type { IssuerConfig } from './oidc-config.js';
 
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;

@@ -1,4 +1,4 @@
-import type { AccessIndex } from '../core/index.js';
+import type { AccessIndex } from '../../core/index.js';
 
 /**
  * svc-auth's serving state (docs/GLOSSARY.md): the decision index in service and whether the server is draining.
