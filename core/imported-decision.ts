@@ -71,7 +71,7 @@ export function decideImportedSync(index: AccessIndex, d: Decision, token: strin
     if (record.expiresAt <= nowMs) return { ...d, why: 'expired', tokenId: record.id };
     return {
       outcome: 'granted', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault,
-      scope: entry.scope, scopeKey: entry.key, tokenId: record.id, source: 'bearer', expiresAt: record.expiresAt, imported: true,
+      scope: entry.scope, scopeKey: entry.key, tokenId: record.id, carrier: 'bearer', expiresAt: record.expiresAt, imported: true,
     };
   }
   const governing = new Set(d.governing.map((s) => scopeKey(s)));

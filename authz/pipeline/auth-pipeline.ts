@@ -4,7 +4,7 @@
  * one must be (the decision then answers later: ./exchange.ts), answer in the proxy's flavour, then record the
  * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
  */
-import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
+import { decide, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from '../http/answers.js';
 import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
 import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
@@ -13,17 +13,13 @@ import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResp
 import { ImportedCheck } from './imported-check.js';
 import type { ImportedTokens } from '../imported/imported-tokens.js';
 import { jwtExpOf, type OidcVerifier } from '../identity/oidc.js';
-
-/** What the auth endpoints read on every request: one reference to the index in service, swapped whole. */
-export interface ServingState {
-  readonly index: AccessIndex | null;
-  readonly draining: boolean;
-}
+import type { ServingState } from './serving-state.js';
 
 /** What the pipeline decides with, and where it records its answers (Books: metrics, logger, usage, refusals). */
 export interface AuthContext extends Books {
   readonly access: AccessConfig;
-  readonly state: ServingState;
+  /** What the endpoints read of the serving state: the index in service (read once per request), draining. */
+  readonly state: Pick<ServingState, 'index' | 'draining'>;
   /** Longest time, in seconds, an nginx decision cache may keep an allow (X-Accel-Expires). */
   readonly cacheMaxAge: number;
   /** The OpenID verifier when issuers are configured; `access.oidcIssuers` names the same issuers. */
@@ -136,7 +132,7 @@ class AuthPipeline {
     const index = this.ctx.state.index;
     let decision: Decision | null = null;
     if (index !== null && (v.ok || v.unavailable !== true)) {
-      const verified: VerifiedJwt = v.ok ? { ...v, source: pending.source } : { ok: false, source: pending.source };
+      const verified: VerifiedJwt = v.ok ? { ...v, carrier: pending.carrier } : { ok: false, carrier: pending.carrier };
       decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, verified }, Date.now());
     }
     this.ctx.metrics.jwtDecision(decision === null ? 'unavailable' : outcomeOf(decision), v.ok ? undefined : v.reason);

@@ -144,12 +144,12 @@ export class Bookkeeping {
       return;
     }
     if (d?.outcome === 'granted') {
-      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.source });
+      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenId: d.tokenId, tokenSource: d.carrier });
       return;
     }
     if (d?.outcome === 'granted-identity') {
       // Who (issuer, user) and through which group, never the JWT: a debug line per grant, summed at info by TokenUsage.
-      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.source, issuer: d.issuer, user: d.user, group: d.group });
+      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.carrier, issuer: d.issuer, user: d.user, group: d.group });
       return;
     }
     // Refusals are counted for Refusals' info lines; a bounded sample of them is written at info one by one.

@@ -4,17 +4,17 @@
  * than ASCII, over 512 characters: wis2box-auth took them), is checked against the governing scopes' imported records, from memory when the
  * token verified before, else off the event loop (./imported-tokens.ts). Every other decision passes unchanged.
  */
-import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type ImportedCredential, type TokenSource } from '../../core/index.js';
+import { importedCandidates, presentedImported, triesImported, type AccessConfig, type AccessIndex, type Decision, type ImportedCandidate, type ImportedCredential, type CredentialCarrier } from '../../core/index.js';
 import { decidedLater, decidedNow, type Deciding } from './exchange.js';
 import type { ImportedTokens } from '../imported/imported-tokens.js';
 
 type Unknown = Extract<Decision, { outcome: 'invalid-token' }>;
 
 /** The grant an imported record gives, shaped like a SHA-256 token's so answers, logs and caching are the same. */
-function grantedBy(d: Unknown, c: ImportedCandidate, source: TokenSource): Decision {
+function grantedBy(d: Unknown, c: ImportedCandidate, carrier: CredentialCarrier): Decision {
   return {
     outcome: 'granted', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault,
-    scope: c.entry.scope, scopeKey: c.entry.key, tokenId: c.record.id, source, expiresAt: c.record.expiresAt, imported: true,
+    scope: c.entry.scope, scopeKey: c.entry.key, tokenId: c.record.id, carrier, expiresAt: c.record.expiresAt, imported: true,
   };
 }
 
@@ -41,7 +41,7 @@ export class ImportedCheck {
     const presented = presentedImported(this.access, req);
     if (presented === undefined) return decidedNow(d);
     const hit = candidates.length > 0 ? this.tokens.remembered(presented.value, candidates) : undefined;
-    if (hit) return decidedNow(grantedBy(d, hit, presented.source));
+    if (hit) return decidedNow(grantedBy(d, hit, presented.carrier));
     const elsewhere = this.tokens.rememberedElsewhere(presented.value, index, now);
     if (elsewhere) return decidedNow({ outcome: 'insufficient-scope', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault, tokenId: elsewhere.record.id });
     if (candidates.length === 0) return decidedNow(d);
@@ -55,6 +55,6 @@ export class ImportedCheck {
     const after = this.current();
     if (after === null) return null;
     const still = importedCandidates(after, d.governing, Date.now()).find((c) => c.record.hash === v.match.record.hash);
-    return still ? grantedBy(d, still, presented.source) : d;
+    return still ? grantedBy(d, still, presented.carrier) : d;
   }
 }
