@@ -14,25 +14,29 @@ export default {
     {
       ...common,
       displayName: 'unit',
-      // Generous: CI machines have 2 cores and some unit tests spawn real processes and servers.
-      testTimeout: 30000,
+      // Generous: CI machines have 2 cores and some unit tests spawn real processes and servers. (A project's own
+      // testTimeout is ignored by Jest; test/support/jest-timeout.ts applies this one.)
+      globals: { SVC_TEST_TIMEOUT_MS: 30000 },
+      setupFilesAfterEnv: ['<rootDir>/test/support/jest-timeout.ts'],
       testMatch: ['<rootDir>/{lib,core,k8s,operator,authz,cli}/**/*.test.ts', '<rootDir>/test/support/**/*.test.ts', '<rootDir>/scripts/**/*.test.ts', '<rootDir>/test/docs/**/*.test.ts'],
     },
     {
       ...common,
       displayName: 'e2e',
-      testTimeout: 60000,
+      globals: { SVC_TEST_TIMEOUT_MS: 60000 },
+      setupFilesAfterEnv: ['<rootDir>/test/support/jest-timeout.ts'],
       testMatch: ['<rootDir>/test/e2e/**/*.test.ts'],
     },
     {
       ...common,
       displayName: 'integration',
+      globals: { SVC_TEST_TIMEOUT_MS: 30000 },
+      setupFilesAfterEnv: ['<rootDir>/test/support/jest-timeout.ts'],
       // One real etcd + kube-apiserver per run (test/controlplane), each test in its own namespace. test/prometheus:
       // the chart's alerts and dashboard on Debian's Prometheus, scraping svc-auth and svc-operator on that control plane.
       testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/controlplane/**/*.test.ts', '<rootDir>/test/prometheus/**/*.test.ts'],
       globalSetup: '<rootDir>/test/controlplane/global-setup.ts',
       globalTeardown: '<rootDir>/test/controlplane/global-teardown.ts',
-      testTimeout: 30000,
     },
     {
       ...common,

@@ -2,9 +2,9 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { AccessConfig } from '../core/index.js';
-import { LOG_LEVELS, type LogLevel } from './log.js';
-import { issuersFromFlags, parseAuthenticationConfiguration, type IssuerConfig } from './oidc-config.js';
-import type { OidcOptions } from './oidc.js';
+import { LOG_LEVELS, type LogLevel } from './telemetry/log.js';
+import { issuersFromFlags, parseAuthenticationConfiguration, type IssuerConfig } from './identity/oidc-config.js';
+import type { OidcOptions } from './identity/oidc.js';
 import { accessConfig, parseHostPort, UsageError, type HostPort } from './options.js';
 
 export type SourceConfig =
@@ -69,7 +69,7 @@ function authCommand(io: Output): Command {
     .description('Forward-auth server: answers the reverse proxy\'s "may this request proceed?" from an in-memory snapshot of the protected scopes.')
     .addOption(new Option('--scopes-dir <dir>', 'compile the ProtectedScope manifests of DIR in-process, watch it, reload on change'))
     .addOption(new Option('--snapshot-file <file>', 'load a compiled snapshot file (e.g. a mounted ConfigMap key), watch it, reload on change'))
-    .addOption(new Option('--snapshot-configmap <name>', "serve svc-operator's snapshot ConfigMaps: watch the index ConfigMap NAME, load and verify its shards, reload on change"))
+    .addOption(new Option('--snapshot-configmap <name>', "serve svc-operator's snapshot ConfigMaps: watch the snapshot index ConfigMap NAME, load and verify its shards, reload on change"))
     .addOption(new Option('-n, --namespace <ns>', "namespace of --snapshot-configmap (default: the pod's, else the kube context's)"))
     .addOption(new Option('--kubeconfig <file>', 'kubeconfig for --snapshot-configmap (default: in-cluster, else $KUBECONFIG or ~/.kube/config)'))
     .addOption(new Option('--context <name>', 'kubeconfig context for --snapshot-configmap'))

@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import type { PathPrefixes } from '../core/index.js';
 import { parseArgs, type AuthConfig, type SourceConfig } from './args.js';
-import { createLogger } from './log.js';
+import { createLogger } from './telemetry/log.js';
 import { startServer, type RunningServer } from './server.js';
 import { ConfigMapSource } from './sources/configmap.js';
 import { ScopesDirSource } from './sources/scopes-dir.js';

@@ -19,7 +19,7 @@ import {
   type TokenRecord,
 } from '../core/index.js';
 import { waitUntil } from '../test/support/wait.js';
-import { createLogger } from './log.js';
+import { createLogger } from './telemetry/log.js';
 import { startServer, type RunningServer } from './server.js';
 import { ScopesDirSource } from './sources/scopes-dir.js';
 import { SnapshotFileSource } from './sources/snapshot-file.js';

@@ -18,7 +18,7 @@ import {
   type TokenRecord,
 } from '../core/index.js';
 import type { Logger } from 'pino';
-import { createLogger } from './log.js';
+import { createLogger } from './telemetry/log.js';
 import { startServer, type RunningServer, type ServerOptions } from './server.js';
 import type { SnapshotSink, SnapshotSource } from './sources/source.js';
 

@@ -3,17 +3,18 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
-import { createAuthHandler, type ServingState } from './auth-pipeline.js';
-import { installFront, MAX_HEADERS_COUNT, type Front, type FrontHandler } from './http-front.js';
-import { answerSets } from './answers.js';
+import { createAuthHandler } from './pipeline/auth-pipeline.js';
+import { installFront, MAX_HEADERS_COUNT, type Front, type FrontHandler } from './http/http-front.js';
+import { answerSets } from './http/answers.js';
 import { contractFor } from './endpoints/index.js';
-import { OidcVerifier, type OidcOptions } from './oidc.js';
-import { DEFAULT_IMPORTED_TOKENS, ImportedTokens, type ImportedTokensOptions } from './imported-tokens.js';
-import { renderProtectedList, type ProtectedList } from './protected-list.js';
-import { Refusals } from './refusals.js';
-import { TokenUsage } from './token-usage.js';
-import { AuthMetrics } from './metrics.js';
+import { OidcVerifier, type OidcOptions } from './identity/oidc.js';
+import { DEFAULT_IMPORTED_TOKENS, ImportedTokens, type ImportedTokensOptions } from './imported/imported-tokens.js';
+import { renderProtectedList, type ProtectedList } from './http/protected-list.js';
+import { Refusals } from './telemetry/refusals.js';
+import { TokenUsage } from './telemetry/token-usage.js';
+import { AuthMetrics } from './telemetry/metrics.js';
 import type { HostPort } from './options.js';
+import { ServingState } from './pipeline/serving-state.js';
 import type { LoadedSnapshot, SnapshotSink, SnapshotSource, SourceFailure } from './sources/source.js';
 
 export interface ServerOptions {
@@ -42,23 +43,12 @@ export interface RunningServer {
   readonly metricsUrl: string;
   readonly address: AddressInfo;
   readonly metricsAddress: AddressInfo;
-  readonly state: SnapshotState;
+  readonly state: ServingState;
   readonly metrics: AuthMetrics;
   /** Settles once the source's first load attempt has finished (loaded or refused). */
   readonly firstLoad: Promise<void>;
   /** Stops accepting, lets in-flight requests finish (bounded), stops the source and the metrics port. */
   shutdown(): Promise<void>;
-}
-
-/** The snapshot in service. The auth endpoints read `index` once per request; a reload replaces it whole. */
-export class SnapshotState implements ServingState {
-  index: AccessIndex | null = null;
-  draining = false;
-  loadedAt: number | null = null;
-
-  get ready(): boolean {
-    return this.index !== null && !this.draining;
-  }
 }
 
 function urlOf(a: AddressInfo): string {
@@ -85,7 +75,7 @@ function plain(res: ServerResponse, status: number, text: string): void {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { logger, source } = options;
   const metrics = options.metrics ?? new AuthMetrics();
-  const state = new SnapshotState();
+  const state = new ServingState();
   const cacheMaxAge = options.cacheMaxAge ?? 30;
   const deciding = createDeciding(options, cacheMaxAge, state, metrics);
   const { server, front } = createAuthServer(deciding.auth, createApp(state, options.access), state, cacheMaxAge);
@@ -104,7 +94,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 }
 
 /** The Express side: health, readiness, the public list of closed scopes, 404 for the rest. */
-function createApp(state: SnapshotState, access: AccessConfig): express.Express {
+function createApp(state: ServingState, access: AccessConfig): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -125,7 +115,7 @@ function createApp(state: SnapshotState, access: AccessConfig): express.Express 
 }
 
 /** The public list of closed scopes, rendered once per index in service and revalidated by its ETag. */
-function protectedListHandler(state: SnapshotState, access: AccessConfig): express.RequestHandler {
+function protectedListHandler(state: ServingState, access: AccessConfig): express.RequestHandler {
   let listed: { index: AccessIndex; list: ProtectedList } | null = null;
   return (req, res) => {
     const index = state.index;
@@ -152,7 +142,7 @@ interface Deciding {
   readonly oidc: OidcVerifier | undefined;
 }
 
-function createDeciding(options: ServerOptions, cacheMaxAge: number, state: SnapshotState, metrics: AuthMetrics): Deciding {
+function createDeciding(options: ServerOptions, cacheMaxAge: number, state: ServingState, metrics: AuthMetrics): Deciding {
   const { logger } = options;
   const windowMs = options.usageWindowMs ?? 60_000;
   const usage = new TokenUsage(logger, windowMs);
@@ -168,7 +158,7 @@ function createDeciding(options: ServerOptions, cacheMaxAge: number, state: Snap
 }
 
 /** One port: the strict front answers auth requests; node:http (the auth handler again, then Express) the rest. */
-function createAuthServer(auth: FrontHandler, app: express.Express, state: SnapshotState, cacheMaxAge: number): { server: Server; front: Front } {
+function createAuthServer(auth: FrontHandler, app: express.Express, state: ServingState, cacheMaxAge: number): { server: Server; front: Front } {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!auth(req, res)) {
       if (state.draining) res.shouldKeepAlive = false;
@@ -182,7 +172,7 @@ function createAuthServer(auth: FrontHandler, app: express.Express, state: Snaps
   server.maxHeadersCount = MAX_HEADERS_COUNT;
   // nginx's auth_request turns node:http's 431 for an oversized head into a 500: its endpoints refuse with 403.
   const nginxRefusal = answerSets(cacheMaxAge).nginx.malformed;
-  const front = installFront(server, auth, { tooLarge: (target) => (contractFor(target)?.answers({ url: target, rawHeaders: [] }) === 'nginx' ? nginxRefusal : undefined) });
+  const front = installFront(server, auth, { tooLarge: (target) => (contractFor(target)?.answers(target) === 'nginx' ? nginxRefusal : undefined) });
   return { server, front };
 }
 
@@ -222,7 +212,7 @@ async function listenBoth(server: Server, at: HostPort, metricsServer: Server, m
 }
 
 /** Where the source delivers: a loaded snapshot replaces the index in service whole; a refused one keeps it. */
-function snapshotSink(state: SnapshotState, metrics: AuthMetrics, source: SnapshotSource, logger: Logger): SnapshotSink {
+function snapshotSink(state: ServingState, metrics: AuthMetrics, source: SnapshotSource, logger: Logger): SnapshotSink {
   return {
     loaded(s: LoadedSnapshot) {
       const previous = state.index;
@@ -252,7 +242,7 @@ function once(f: () => Promise<void>): () => Promise<void> {
 }
 
 interface Running {
-  readonly state: SnapshotState;
+  readonly state: ServingState;
   readonly metrics: AuthMetrics;
   readonly logger: Logger;
   readonly server: Server;

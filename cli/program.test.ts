@@ -42,7 +42,7 @@ describe('svc program', () => {
       expect(help).not.toMatch(/the scope opens|opens the scope/);
       expect(help).toMatch(/a path scope stays closed/);
     }
-    expect((await svc(['auth', 'remove-tokens', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('Closed, 0 tokens (default)');
+    expect((await svc(['auth', 'remove-tokens', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('Closed, 0 tokens (closed by default: ...)');
   });
 
   it('svc auth without a command: help on stderr, exit 2', async () => {

@@ -286,7 +286,7 @@ function stateCommands(auth: Command, run: Runner, name: string): void {
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .addHelpText('after', `
 Path scopes (processes/..., collections/stations, other paths) are closed by default: with their last token gone they
-stay "Closed, 0 tokens (default)", and nothing executes or writes until a token grants it again (unless svc-auth runs
+stay "Closed, 0 tokens (closed by default: ...)": nothing executes or writes until a token grants it again (unless svc-auth runs
 with --open-paths-by-default). The objects stay, with an empty token list; nothing is deleted.`)
     .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/remove.js')).removeTokens(ctx, opts)));
 

@@ -16,13 +16,13 @@ export interface IndexedScope {
    * tokens are records of this entry too, since a request cannot tell the two apart (docs/access-rules.md,
    * case variants). The ConfigMap source rebuilds such entries whole rather than by difference.
    */
-  readonly merged?: true;
+  readonly caseFolded?: true;
   /** The identities it grants (snapshot `subjects`); absent when it grants none, as for most scopes. */
   readonly subjects?: SubjectGrants;
   /**
    * A public path scope: it never governs, and it opens a request only where no candidate with a grant or
    * `closed: true` covers it and the request is closed by default for exactly what it names (decide's lifts). A
-   * case variant that is not public clears it on the merged entry (never more open).
+   * case variant that is not public clears it on the case-folded entry (never more open).
    */
   readonly public?: true;
   /** Its imported (wis2box-auth PBKDF2) records, which are not in the token table; absent when none. */
@@ -143,21 +143,21 @@ export class AccessIndexBuilder {
     this.seen.add(fresh.key);
     const entry = this.place(s.kind, s.value, scopeLevels(fresh.scope), fresh);
     // A case variant folded into an earlier entry: its subjects and imported records grant there too.
-    if (entry !== fresh) mergeInto(entry, fresh, s.subjects);
+    if (entry !== fresh) foldInto(entry, fresh, s.subjects);
     this.tokenCount += addScopeTokens(this.tokens, entry, s) + (fresh.imported?.length ?? 0);
     return ok(true);
   }
 
   /**
    * Puts `fresh` under its folded key and returns the entry that owns its tokens: `fresh`, or the entry of
-   * a scope already there that differs only in case (marked merged).
+   * a scope already there that differs only in case (marked caseFolded).
    */
   private place(kind: Scope['kind'], value: string, levels: readonly string[], fresh: IndexedScope): IndexedScope {
     if (kind !== 'topic') {
       const map = kind === 'dataset' ? this.datasets : this.paths;
       const folded = foldCase(value);
       const held = map.get(folded);
-      if (held) return markMerged(held);
+      if (held) return markCaseFolded(held);
       map.set(folded, fresh);
       if (kind === 'path' && isPrefixPath(value)) this.placeInTrie(this.prefixes, levels, fresh);
       return fresh;
@@ -177,7 +177,7 @@ export class AccessIndexBuilder {
       }
       children = node.children;
     }
-    if (node!.scope) return markMerged(node!.scope);
+    if (node!.scope) return markCaseFolded(node!.scope);
     node!.scope = fresh;
     return fresh;
   }
@@ -200,7 +200,7 @@ export class AccessIndexBuilder {
  * Folds a case variant's grants into the entry that holds its key: subjects and imported records add up, and the
  * entry stays public only if both are (a case variant is never more open than the scope it matches).
  */
-function mergeInto(entry: IndexedScope, fresh: IndexedScope, subjects: readonly Subject[] | undefined): void {
+function foldInto(entry: IndexedScope, fresh: IndexedScope, subjects: readonly Subject[] | undefined): void {
   const e = entry as { subjects?: SubjectGrants; imported?: readonly ImportedRecord[]; public?: true };
   if (subjects?.length) e.subjects = subjectGrants(subjects, e.subjects);
   if (fresh.imported) e.imported = [...(e.imported ?? []), ...fresh.imported];
@@ -208,8 +208,8 @@ function mergeInto(entry: IndexedScope, fresh: IndexedScope, subjects: readonly 
 }
 
 /** The builder owns its entries until build(), so marking one in place is safe. */
-function markMerged(entry: IndexedScope): IndexedScope {
-  (entry as { merged?: true }).merged = true;
+function markCaseFolded(entry: IndexedScope): IndexedScope {
+  (entry as { caseFolded?: true }).caseFolded = true;
   return entry;
 }
 

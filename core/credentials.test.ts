@@ -10,8 +10,8 @@ const tokenOf = (c: ReturnType<typeof extractCredential>) => (c.kind === 'token'
 
 describe('query argument token', () => {
   it('is read from the query', () => {
-    expect(extractCredential('token=abc', undefined, 'token')).toEqual({ kind: 'token', token: 'abc', source: 'query' });
-    expect(extractCredential('x=1&token=abc&y=2', undefined, 'token')).toEqual({ kind: 'token', token: 'abc', source: 'query' });
+    expect(extractCredential('token=abc', undefined, 'token')).toEqual({ kind: 'token', token: 'abc', carrier: 'query' });
+    expect(extractCredential('x=1&token=abc&y=2', undefined, 'token')).toEqual({ kind: 'token', token: 'abc', carrier: 'query' });
   });
   it('the first non-empty one wins', () => {
     expect(tokenOf(extractCredential('token=&token=abc&token=def', undefined, 'token'))).toBe('abc');
@@ -35,8 +35,8 @@ describe('query argument token', () => {
     expect(tokenOf(extractCredential('token=a+b', undefined, 'token'))).toBe('a+b');
   });
   it('invalid percent-encoding in the value is a malformed credential (not silently ignored)', () => {
-    expect(extractCredential('token=%zz', 'Bearer valid-looking-token', 'token')).toEqual({ kind: 'malformed', source: 'query' });
-    expect(extractCredential('token=%c3%28', undefined, 'token')).toEqual({ kind: 'malformed', source: 'query' });
+    expect(extractCredential('token=%zz', 'Bearer valid-looking-token', 'token')).toEqual({ kind: 'malformed', carrier: 'query' });
+    expect(extractCredential('token=%c3%28', undefined, 'token')).toEqual({ kind: 'malformed', carrier: 'query' });
   });
   it('the parameter name is configurable', () => {
     expect(tokenOf(extractCredential('access_token=abc&token=def', undefined, 'access_token'))).toBe('abc');
@@ -44,30 +44,30 @@ describe('query argument token', () => {
   });
   it('query tokens can be disabled (null): the query is ignored and the header used', () => {
     expect(extractCredential('token=abc', undefined, null).kind).toBe('none');
-    expect(extractCredential('token=abc', 'Bearer hdr', null)).toEqual({ kind: 'token', token: 'hdr', source: 'bearer' });
+    expect(extractCredential('token=abc', 'Bearer hdr', null)).toEqual({ kind: 'token', token: 'hdr', carrier: 'bearer' });
   });
 });
 
 describe('query wins over header', () => {
   it('when both carry different tokens, the query token is used', () => {
-    expect(extractCredential('token=fromquery', 'Bearer fromheader', 'token')).toEqual({ kind: 'token', token: 'fromquery', source: 'query' });
-    expect(extractCredential('token=fromquery', basic('u:fromheader'), 'token')).toEqual({ kind: 'token', token: 'fromquery', source: 'query' });
+    expect(extractCredential('token=fromquery', 'Bearer fromheader', 'token')).toEqual({ kind: 'token', token: 'fromquery', carrier: 'query' });
+    expect(extractCredential('token=fromquery', basic('u:fromheader'), 'token')).toEqual({ kind: 'token', token: 'fromquery', carrier: 'query' });
   });
   it('an empty query token falls through to the header', () => {
-    expect(extractCredential('token=', 'Bearer fromheader', 'token')).toEqual({ kind: 'token', token: 'fromheader', source: 'bearer' });
+    expect(extractCredential('token=', 'Bearer fromheader', 'token')).toEqual({ kind: 'token', token: 'fromheader', carrier: 'bearer' });
   });
 });
 
 describe('Authorization: Bearer', () => {
   it.each(['Bearer', 'bearer', 'BEARER', 'bEaReR'])('the scheme %j is case-insensitive', (scheme) => {
-    expect(extractCredential('', `${scheme} abc`, 'token')).toEqual({ kind: 'token', token: 'abc', source: 'bearer' });
+    expect(extractCredential('', `${scheme} abc`, 'token')).toEqual({ kind: 'token', token: 'abc', carrier: 'bearer' });
   });
   it('surrounding spaces are tolerated', () => {
     expect(tokenOf(extractCredential('', '  Bearer   abc  ', 'token'))).toBe('abc');
   });
   it('exactly one token: two are malformed', () => {
-    expect(extractCredential('', 'Bearer abc def', 'token')).toEqual({ kind: 'malformed', source: 'bearer' });
-    expect(extractCredential('', 'Bearer abc\tdef', 'token')).toEqual({ kind: 'malformed', source: 'bearer' });
+    expect(extractCredential('', 'Bearer abc def', 'token')).toEqual({ kind: 'malformed', carrier: 'bearer' });
+    expect(extractCredential('', 'Bearer abc\tdef', 'token')).toEqual({ kind: 'malformed', carrier: 'bearer' });
   });
   it('a scheme without a token carries no token', () => {
     expect(extractCredential('', 'Bearer', 'token').kind).not.toBe('token');
@@ -82,7 +82,7 @@ describe('Authorization: Bearer', () => {
 
 describe('Authorization: Basic (the password is the token)', () => {
   it('uses the password', () => {
-    expect(extractCredential('', basic('anyone:secret-token'), 'token')).toEqual({ kind: 'token', token: 'secret-token', source: 'basic' });
+    expect(extractCredential('', basic('anyone:secret-token'), 'token')).toEqual({ kind: 'token', token: 'secret-token', carrier: 'basic' });
   });
   it('the password may contain ":"', () => {
     expect(tokenOf(extractCredential('', basic('u:a:b:c'), 'token'))).toBe('a:b:c');
@@ -97,10 +97,10 @@ describe('Authorization: Basic (the password is the token)', () => {
     expect(extractCredential('', basic('user:'), 'token').kind).toBe('none');
   });
   it('credentials without a colon are malformed', () => {
-    expect(extractCredential('', basic('justauser'), 'token')).toEqual({ kind: 'malformed', source: 'basic' });
+    expect(extractCredential('', basic('justauser'), 'token')).toEqual({ kind: 'malformed', carrier: 'basic' });
   });
   it('Bearer comes before Basic only through the query/header order: one header carries one scheme', () => {
-    expect(extractCredential('', basic('u:pw'), 'token')).toMatchObject({ source: 'basic' });
+    expect(extractCredential('', basic('u:pw'), 'token')).toMatchObject({ carrier: 'basic' });
   });
 });
 
@@ -109,21 +109,21 @@ describe('properties', () => {
   it('a non-empty query token always wins over any header', () => {
     fc.assert(
       fc.property(value, fc.option(fc.string(), { nil: undefined }), (q, header) => {
-        expect(extractCredential(`a=1&token=${q}`, header, 'token')).toEqual({ kind: 'token', token: q, source: 'query' });
+        expect(extractCredential(`a=1&token=${q}`, header, 'token')).toEqual({ kind: 'token', token: q, carrier: 'query' });
       }),
     );
   });
   it('any Bearer token without whitespace round-trips', () => {
     fc.assert(
       fc.property(fc.stringMatching(/^[!-~]{1,60}$/), (t) => {
-        expect(extractCredential('', `Bearer ${t}`, 'token')).toEqual({ kind: 'token', token: t, source: 'bearer' });
+        expect(extractCredential('', `Bearer ${t}`, 'token')).toEqual({ kind: 'token', token: t, carrier: 'bearer' });
       }),
     );
   });
   it('any Basic password round-trips', () => {
     fc.assert(
       fc.property(fc.stringMatching(/^[^:]{0,10}$/), fc.stringMatching(/^[!-~]{1,60}$/), (user, pw) => {
-        expect(extractCredential('', basic(`${user}:${pw}`), 'token')).toEqual({ kind: 'token', token: pw, source: 'basic' });
+        expect(extractCredential('', basic(`${user}:${pw}`), 'token')).toEqual({ kind: 'token', token: pw, carrier: 'basic' });
       }),
     );
   });

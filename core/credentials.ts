@@ -1,12 +1,12 @@
 /**
- * Where a request's token comes from (docs/access-rules.md "Credentials"): the query argument first, then
- * `Authorization: Bearer`, then the password of `Authorization: Basic`.
+ * Where a request's token comes from, its carrier (docs/access-rules.md "Credentials"): the query argument first,
+ * then `Authorization: Bearer`, then the password of `Authorization: Basic`.
  */
-export type TokenSource = 'query' | 'bearer' | 'basic';
+export type CredentialCarrier = 'query' | 'bearer' | 'basic';
 export type Credential =
   | { readonly kind: 'none' }
-  | { readonly kind: 'token'; readonly token: string; readonly source: TokenSource }
-  | { readonly kind: 'malformed'; readonly source: TokenSource };
+  | { readonly kind: 'token'; readonly token: string; readonly carrier: CredentialCarrier }
+  | { readonly kind: 'malformed'; readonly carrier: CredentialCarrier };
 
 const NONE: Credential = { kind: 'none' };
 
@@ -27,7 +27,7 @@ function queryToken(query: string, param: string): Credential {
     const eq = query.indexOf('=', start);
     if (eq > start && eq < end && query.slice(start, eq) === param && eq + 1 < end) {
       const value = safeDecode(query.slice(eq + 1, end));
-      return value === null ? { kind: 'malformed', source: 'query' } : { kind: 'token', token: value, source: 'query' };
+      return value === null ? { kind: 'malformed', carrier: 'query' } : { kind: 'token', token: value, carrier: 'query' };
     }
     start = end + 1;
   }
@@ -41,15 +41,15 @@ function headerToken(header: string): Credential {
   const scheme = value.slice(0, space).toLowerCase();
   const rest = value.slice(space + 1).trim();
   if (scheme === 'bearer') {
-    if (rest.length === 0 || /\s/.test(rest)) return { kind: 'malformed', source: 'bearer' };
-    return { kind: 'token', token: rest, source: 'bearer' };
+    if (rest.length === 0 || /\s/.test(rest)) return { kind: 'malformed', carrier: 'bearer' };
+    return { kind: 'token', token: rest, carrier: 'bearer' };
   }
   if (scheme === 'basic') {
     const decoded = Buffer.from(rest, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon < 0) return { kind: 'malformed', source: 'basic' };
+    if (colon < 0) return { kind: 'malformed', carrier: 'basic' };
     const password = decoded.slice(colon + 1);
-    return password.length === 0 ? NONE : { kind: 'token', token: password, source: 'basic' };
+    return password.length === 0 ? NONE : { kind: 'token', token: password, carrier: 'basic' };
   }
   return NONE;
 }
@@ -72,7 +72,7 @@ export const MAX_IMPORTED_TOKEN_BYTES = 4096;
 /** A value presented for imported records: its bytes as wis2box-auth hashed them (`token.encode()`), never logged. */
 export interface ImportedCredential {
   readonly value: Buffer;
-  readonly source: TokenSource;
+  readonly carrier: CredentialCarrier;
 }
 
 /**
@@ -103,8 +103,8 @@ export function importedCredential(query: string, authorization: string | undefi
   return colon < 0 || colon === decoded.length - 1 ? undefined : bounded(decoded.subarray(colon + 1), 'basic');
 }
 
-function bounded(value: Buffer, source: TokenSource): ImportedCredential | undefined {
-  return value.length > 0 && value.length <= MAX_IMPORTED_TOKEN_BYTES ? { value, source } : undefined;
+function bounded(value: Buffer, carrier: CredentialCarrier): ImportedCredential | undefined {
+  return value.length > 0 && value.length <= MAX_IMPORTED_TOKEN_BYTES ? { value, carrier } : undefined;
 }
 
 /** The first non-empty raw value of the parameter, as queryToken finds it. */

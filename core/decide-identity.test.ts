@@ -40,7 +40,7 @@ const topic = (value: string): Scope => ({ kind: 'topic', value });
 const user = (name: string): Subject => ({ kind: 'User', name });
 const group = (name: string): Subject => ({ kind: 'Group', name });
 const file = (levels: string) => `/data/2026-11-21/wis/${levels.split('.').join('/')}/x.bufr4`;
-const as = (identity: Partial<Identity> & { user: string }, expiresAt = LATER): VerifiedJwt => ({ ok: true, identity: { issuer: ISSUER, groups: [], ...identity }, source: 'bearer', expiresAt });
+const as = (identity: Partial<Identity> & { user: string }, expiresAt = LATER): VerifiedJwt => ({ ok: true, identity: { issuer: ISSUER, groups: [], ...identity }, carrier: 'bearer', expiresAt });
 const ask = (index: AccessIndex, target: string, verified?: VerifiedJwt, authorization?: string): Decision | VerifyJwt =>
   decide(index, CONFIG, { method: 'GET', target, authorization, ...(verified ? { verified } : {}) }, NOW);
 
@@ -74,7 +74,7 @@ describe('identities in the decision', () => {
   });
 
   it('a JWT that failed verification is an invalid token, whatever it claims', () => {
-    expect(ask(index, file('a.wis2.core.weather'), { ok: false, source: 'bearer' })).toMatchObject({ outcome: 'invalid-token', why: 'jwt' });
+    expect(ask(index, file('a.wis2.core.weather'), { ok: false, carrier: 'bearer' })).toMatchObject({ outcome: 'invalid-token', why: 'jwt' });
   });
 
   it('a JWT past its exp is refused at decision time', () => {
@@ -88,9 +88,9 @@ describe('identities in the decision', () => {
   it('a bearer JWT of a configured issuer is routed to verification, never looked up as a token', () => {
     const jwt = jwtShaped({ iss: ISSUER, sub: 'alice' });
     const d = ask(index, file('a.wis2.core.weather'), undefined, `Bearer ${jwt}`);
-    expect(d).toMatchObject({ outcome: 'verify-jwt', issuer: ISSUER, source: 'bearer' });
+    expect(d).toMatchObject({ outcome: 'verify-jwt', issuer: ISSUER, carrier: 'bearer' });
     // the query argument too (wget users)
-    expect(ask(index, `${file('a.wis2.core.weather')}?token=${jwt}`)).toMatchObject({ outcome: 'verify-jwt', source: 'query' });
+    expect(ask(index, `${file('a.wis2.core.weather')}?token=${jwt}`)).toMatchObject({ outcome: 'verify-jwt', carrier: 'query' });
   });
 
   it('a JWT of another issuer is an opaque token (unknown here), not a grant', () => {
@@ -150,7 +150,7 @@ describe('properties', () => {
         const withSubject = [...scopes.filter((e) => e.scope.value !== target.value), { scope: target, subjects: [...(scopes.find((e) => e.scope.value === target.value)?.subjects ?? []), subject] }];
         const after = world(dedupe(withSubject));
         const path = file(request.join('.'));
-        for (const v of [undefined, as(identity), { ok: false, source: 'bearer' } as const]) {
+        for (const v of [undefined, as(identity), { ok: false, carrier: 'bearer' } as const]) {
           expect(ask(after, path, v)).toEqual(ask(before, path, v));
         }
       }),
@@ -174,7 +174,7 @@ describe('properties', () => {
         expect(d.outcome).not.toBe('granted-identity');
         // What verification would say for anything routed to it (forged, none, tampered): failure never grants.
         if (d.outcome === 'verify-jwt') {
-          expect(ask(index, path, { ok: false, source: d.source }).outcome).toBe('invalid-token');
+          expect(ask(index, path, { ok: false, carrier: d.carrier }).outcome).toBe('invalid-token');
         }
       }),
       { numRuns: 500 },

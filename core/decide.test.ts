@@ -319,7 +319,7 @@ describe('processes: processes/<p> governs ids equal to p or starting with p-; O
       outcome: 'granted',
       scope: SVC,
       tokenId: idOf(T.svc),
-      source: 'bearer',
+      carrier: 'bearer',
     });
   });
 });
@@ -421,7 +421,7 @@ describe('open scopes never consult tokens', () => {
 
 describe('token transport', () => {
   it('query argument token', () => {
-    expect(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`)).toMatchObject({ outcome: 'granted', source: 'query', tokenId: idOf(T.core) });
+    expect(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`)).toMatchObject({ outcome: 'granted', carrier: 'query', tokenId: idOf(T.core) });
   });
   it('the first non-empty query token is the one used', () => {
     expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=&token=${T.core}&token=${T.obs}`))).toBe('granted');
@@ -429,18 +429,18 @@ describe('token transport', () => {
   });
   it('Bearer, case-insensitive', () => {
     for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
-      expect(ask(world, 'GET', CORE_FILE, `${scheme} ${T.core}`)).toMatchObject({ outcome: 'granted', source: 'bearer' });
+      expect(ask(world, 'GET', CORE_FILE, `${scheme} ${T.core}`)).toMatchObject({ outcome: 'granted', carrier: 'bearer' });
     }
   });
   it('Bearer with more than one token is an invalid token', () => {
     expect(ask(world, 'GET', CORE_FILE, `Bearer ${T.core} ${T.core}`)).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
   });
   it('the Basic password', () => {
-    expect(ask(world, 'GET', CORE_FILE, basicAuth(T.core))).toMatchObject({ outcome: 'granted', source: 'basic' });
-    expect(ask(world, 'GET', CORE_FILE, basicAuth(T.core, ''))).toMatchObject({ outcome: 'granted', source: 'basic' });
+    expect(ask(world, 'GET', CORE_FILE, basicAuth(T.core))).toMatchObject({ outcome: 'granted', carrier: 'basic' });
+    expect(ask(world, 'GET', CORE_FILE, basicAuth(T.core, ''))).toMatchObject({ outcome: 'granted', carrier: 'basic' });
   });
   it('the query wins over the header, in both directions', () => {
-    expect(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`, bearer(T.obs))).toMatchObject({ outcome: 'granted', source: 'query' });
+    expect(ask(world, 'GET', `${CORE_FILE}?token=${T.core}`, bearer(T.obs))).toMatchObject({ outcome: 'granted', carrier: 'query' });
     expect(ask(world, 'GET', `${CORE_FILE}?token=${T.obs}`, bearer(T.core))).toMatchObject({ outcome: 'insufficient-scope', tokenId: idOf(T.obs) });
     expect(outcome(ask(world, 'GET', `${CORE_FILE}?token=${T.unknown}`, basicAuth(T.core)))).toBe('invalid-token');
   });
@@ -473,7 +473,7 @@ describe('answers', () => {
       scope: OBS,
       scopeKey: scopeKey(OBS),
       tokenId: idOf(T.obs),
-      source: 'bearer',
+      carrier: 'bearer',
       expiresAt: Infinity,
     });
   });

@@ -4,7 +4,7 @@
  * decideForScope, so both give the same answer.
  */
 import type { AccessIndex, IndexedScope, TopicNode } from './access-index.js';
-import { extractCredential, type Credential, type TokenSource } from './credentials.js';
+import { extractCredential, type Credential, type CredentialCarrier } from './credentials.js';
 import { unverifiedIssuer } from './jwt-shape.js';
 import type { Identity } from './subject.js';
 import { normalizeTarget } from './normalize.js';
@@ -34,7 +34,7 @@ export interface AccessConfig {
    * A JWT verified before (svc-auth's cache of verifications), or undefined: such a JWT is judged in the same
    * pass as a token, synchronously, instead of answering `verify-jwt` and deciding a second time.
    */
-  readonly knownJwt?: (jwt: string, source: TokenSource) => VerifiedJwt | undefined;
+  readonly knownJwt?: (jwt: string, carrier: CredentialCarrier) => VerifiedJwt | undefined;
 }
 
 interface AccessRequest {
@@ -57,8 +57,8 @@ interface AccessRequest {
 
 /** The outcome of verifying a JWT (signature, issuer, audience, times) outside core: an identity, or a failure. */
 export type VerifiedJwt =
-  | { readonly ok: true; readonly identity: Identity; readonly source: TokenSource; /** the JWT's exp, ms since epoch */ readonly expiresAt: number }
-  | { readonly ok: false; readonly source: TokenSource };
+  | { readonly ok: true; readonly identity: Identity; readonly carrier: CredentialCarrier; /** the JWT's exp, ms since epoch */ readonly expiresAt: number }
+  | { readonly ok: false; readonly carrier: CredentialCarrier };
 
 interface Governed {
   readonly area: Area;
@@ -84,7 +84,7 @@ export type VerifyJwt = Governed & {
   readonly outcome: 'verify-jwt';
   readonly jwt: string;
   readonly issuer: string;
-  readonly source: TokenSource;
+  readonly carrier: CredentialCarrier;
 };
 
 export type Decision =
@@ -96,10 +96,10 @@ export type Decision =
       /** scopeKey(scope), computed once when the index was built. */
       readonly scopeKey: string;
       readonly tokenId: string;
-      readonly source: TokenSource;
+      readonly carrier: CredentialCarrier;
       /** When the deciding token expires (ms since epoch; Infinity when never): bounds how long a proxy may cache the allow. */
       readonly expiresAt: number;
-      /** The token matched an imported (wis2box-auth) hash: svc-auth checks those apart (authz/imported-check.ts). */
+      /** The token matched an imported (wis2box-auth) hash: svc-auth checks those apart (authz/pipeline/imported-check.ts). */
       readonly imported?: true;
     })
   | (Governed & {
@@ -110,7 +110,7 @@ export type Decision =
       readonly user: string;
       /** The group of the identity that the scope grants; absent when the user is granted by name. */
       readonly group?: string;
-      readonly source: TokenSource;
+      readonly carrier: CredentialCarrier;
       /** The JWT's expiry: bounds how long a proxy may cache the allow. */
       readonly expiresAt: number;
     })
@@ -161,11 +161,11 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   if (isOpen(by)) return { outcome: 'open', area, path };
   const credential = req.verified ?? extractCredential(target.query, req.authorization, config.tokenParam);
   if (config.oidcIssuers && !('ok' in credential) && credential.kind === 'token') {
-    const known = config.knownJwt?.(credential.token, credential.source);
+    const known = config.knownJwt?.(credential.token, credential.carrier);
     if (known !== undefined) return judge(index, area, path, by, known, nowMs);
     const issuer = unverifiedIssuer(credential.token);
     if (issuer !== undefined && config.oidcIssuers.has(issuer)) {
-      return { outcome: 'verify-jwt', area, governing: governingOf(by), path, closedByDefault: isClosedByDefault(by), jwt: credential.token, issuer, source: credential.source };
+      return { outcome: 'verify-jwt', area, governing: governingOf(by), path, closedByDefault: isClosedByDefault(by), jwt: credential.token, issuer, carrier: credential.carrier };
     }
   }
   return judge(index, area, path, by, credential, nowMs);
@@ -177,12 +177,12 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
  * (its prefixes and --open-paths-by-default), so the answer is the one svc-auth gives.
  */
 export function decideForScope(index: AccessIndex, scope: Scope, token: string, nowMs: number, config: ScopeConfig = DEFAULT_CONFIG): Decision {
-  return decideScopeWith(index, scope, { kind: 'token', token, source: 'bearer' }, nowMs, config);
+  return decideScopeWith(index, scope, { kind: 'token', token, carrier: 'bearer' }, nowMs, config);
 }
 
 /** has-access-topic for an identity (`--user U --group G`), as if it came in a valid JWT that never expires. */
 export function decideForScopeAs(index: AccessIndex, scope: Scope, identity: Identity, nowMs: number, config: ScopeConfig = DEFAULT_CONFIG): Decision {
-  return decideScopeWith(index, scope, { ok: true, identity, source: 'bearer', expiresAt: Infinity }, nowMs, config);
+  return decideScopeWith(index, scope, { ok: true, identity, carrier: 'bearer', expiresAt: Infinity }, nowMs, config);
 }
 
 /** Whether anything but the scope's own grants decides its requests: open, or governed by which scopes. */
@@ -271,7 +271,7 @@ function judge(index: AccessIndex, area: Area, path: string, by: GoverningScopes
       if (table.ownerAt(slot) !== entry) continue;
       const expiresAt = table.expiresAt(slot);
       if (expiresAt > nowMs) {
-        return { outcome: 'granted', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, tokenId: tokenIdOfDigest(digest), source: credential.source, expiresAt };
+        return { outcome: 'granted', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, tokenId: tokenIdOfDigest(digest), carrier: credential.carrier, expiresAt };
       }
       expired = true;
       break;
@@ -306,9 +306,9 @@ function judgeIdentity(area: Area, path: string, governing: readonly Scope[], cl
     const grants = entry.subjects;
     if (!grants) continue;
     // One decision object, built once the granting name is known: this runs on every repeat request of a session's JWT.
-    if (grants.users.has(user)) return { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, source: v.source, expiresAt: v.expiresAt };
+    if (grants.users.has(user)) return { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, carrier: v.carrier, expiresAt: v.expiresAt };
     for (const group of groups) {
-      if (grants.groups.has(group)) return { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, source: v.source, expiresAt: v.expiresAt, group };
+      if (grants.groups.has(group)) return { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, carrier: v.carrier, expiresAt: v.expiresAt, group };
     }
   }
   return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, issuer, user };

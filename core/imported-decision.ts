@@ -59,7 +59,7 @@ function* entriesWithImported(index: AccessIndex): Generator<IndexedScope> {
  * The CLI's answer for a token no SHA-256 record knows (`has-access-topic`): checked synchronously against the
  * imported records, the governing scopes' first, then every other scope's, so an imported token of another scope
  * reads "another scope" as a SHA-256 one does. svc-auth never calls this: each derivation costs ~19 ms of CPU,
- * which a person running one command can spend but a server answering requests cannot (authz/imported-check.ts).
+ * which a person running one command can spend but a server answering requests cannot (authz/pipeline/imported-check.ts).
  */
 export function decideImportedSync(index: AccessIndex, d: Decision, token: string, nowMs: number): Decision {
   if (!triesImported(d)) return d;
@@ -71,7 +71,7 @@ export function decideImportedSync(index: AccessIndex, d: Decision, token: strin
     if (record.expiresAt <= nowMs) return { ...d, why: 'expired', tokenId: record.id };
     return {
       outcome: 'granted', area: d.area, governing: d.governing, path: d.path, closedByDefault: d.closedByDefault,
-      scope: entry.scope, scopeKey: entry.key, tokenId: record.id, source: 'bearer', expiresAt: record.expiresAt, imported: true,
+      scope: entry.scope, scopeKey: entry.key, tokenId: record.id, carrier: 'bearer', expiresAt: record.expiresAt, imported: true,
     };
   }
   const governing = new Set(d.governing.map((s) => scopeKey(s)));

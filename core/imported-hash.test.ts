@@ -76,8 +76,8 @@ describe('imported records in the index and the decision', () => {
     expect(decide(index.value, DEFAULT_CONFIG, { method: 'GET', target: '/wis2downloader/x?token=a-sha256-token-of-the-scope', authorization: undefined }, 0).outcome).toBe('granted');
   });
   it('presentedImported reads the credential from where decide does', () => {
-    expect(presentedImported(DEFAULT_CONFIG, { target: '/x?token=abc', authorization: 'Bearer zzz' })).toEqual({ value: Buffer.from('abc'), source: 'query' });
-    expect(presentedImported(DEFAULT_CONFIG, { target: '/x', authorization: 'Bearer zzz' })).toEqual({ value: Buffer.from('zzz'), source: 'bearer' });
+    expect(presentedImported(DEFAULT_CONFIG, { target: '/x?token=abc', authorization: 'Bearer zzz' })).toEqual({ value: Buffer.from('abc'), carrier: 'query' });
+    expect(presentedImported(DEFAULT_CONFIG, { target: '/x', authorization: 'Bearer zzz' })).toEqual({ value: Buffer.from('zzz'), carrier: 'bearer' });
     expect(presentedImported(DEFAULT_CONFIG, { target: '/x', authorization: undefined })).toBeUndefined();
   });
 });
@@ -115,7 +115,7 @@ describe('every value wis2box-auth accepted is tried against imported records (a
     // Bearer: the header's bytes as sent (node:http hands them over as latin1), inner spaces kept.
     const header = `Bearer ${Buffer.from(token, 'utf8').toString('latin1')}`;
     expect(triesImported(ask('/wis2downloader/x', header))).toBe(true);
-    expect(presentedImported(DEFAULT_CONFIG, { target: '/wis2downloader/x', authorization: header })).toEqual({ value: Buffer.from(token, 'utf8'), source: 'bearer' });
+    expect(presentedImported(DEFAULT_CONFIG, { target: '/wis2downloader/x', authorization: header })).toEqual({ value: Buffer.from(token, 'utf8'), carrier: 'bearer' });
     // The CLI's has-access-topic grants it too.
     expect(decideImportedSync(index, decideForScope(index, scope, token, 0), token, 0)).toMatchObject({ outcome: 'granted', imported: true, tokenId: tokenIdOf(derive(token)) });
   });

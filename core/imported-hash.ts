@@ -3,7 +3,7 @@
  * PBKDF2-HMAC-SHA256(token, salt, 100,000 iterations, 32 bytes). The plaintext is unknown, so an imported token stays
  * in that form in the ProtectedScope: `pbkdf2-sha256:<iterations>:<salt hex>:<key hex>`. Such records never enter
  * the SHA-256 token table; each closed scope keeps its imported records in a short list (access-index.ts), which
- * svc-auth checks off the event loop (authz/imported-tokens.ts) only when no SHA-256 record matched; what the
+ * svc-auth checks off the event loop (authz/imported/imported-tokens.ts) only when no SHA-256 record matched; what the
  * decision does with them is imported-decision.ts.
  */
 import { pbkdf2Sync, timingSafeEqual } from 'node:crypto';

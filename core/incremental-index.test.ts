@@ -84,9 +84,9 @@ function shardsOf(state: { scope: number; tokens: { secret: number; exp: number;
     return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: { ...SCOPES[o.scope], tokens, ...(o.closed ? { closed: true } : {}) } } as unknown as ProtectedScope;
   });
   const snapshot = compileSnapshot(objects);
-  const { index, shards } = shardSnapshot(snapshot, maxBytes);
+  const { snapshotIndex, shards } = shardSnapshot(snapshot, maxBytes);
   const indexed: ShardLines[] = shards.map((s) => ({ digest: s.digest, lines: s.text.split('\n').slice(0, -1) }));
-  return { generation: index.generation, lines: snapshot.lines, shards: indexed };
+  return { generation: snapshotIndex.generation, lines: snapshot.lines, shards: indexed };
 }
 
 describe('IncrementalIndex', () => {
@@ -213,9 +213,9 @@ describe('IncrementalIndex', () => {
       });
     const shardsFor = (changed: string) => {
       const snapshot = compileSnapshot(objects(changed));
-      const { index, shards } = shardSnapshot(snapshot, 20000);
+      const { snapshotIndex, shards } = shardSnapshot(snapshot, 20000);
       return {
-        generation: index.generation,
+        generation: snapshotIndex.generation,
         shards: shards.map((sh): ShardLines => ({ digest: sh.digest, lines: sh.text.split('\n').slice(0, -1) })),
       };
     };

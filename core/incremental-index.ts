@@ -150,9 +150,9 @@ function applicable(p: AccessIndex, { removed, added }: Changes, shards: readonl
   // Every line of the new snapshot is one scope of the next index (a line twice would not be).
   const lines = shards.reduce((n, s) => n + s.lines.length, 0);
   if (p.scopeCount - removed.size + added.length !== lines) return false;
-  // Scopes that differ only in case share one entry (AccessIndexBuilder merges them): any change that touches
-  // such an entry is left to the full build, as is a duplicate key and its error.
-  for (const entry of removed) if (entry.merged) return false;
+  // Scopes that differ only in case share one entry (AccessIndexBuilder folds them: caseFolded): any change that
+  // touches such an entry is left to the full build, as is a duplicate key and its error.
+  for (const entry of removed) if (entry.caseFolded) return false;
   const addedKeys = new Set<string>();
   const addedFolded = new Set<string>();
   for (const [, s] of added) {
@@ -162,7 +162,7 @@ function applicable(p: AccessIndex, { removed, added }: Changes, shards: readonl
     addedKeys.add(key);
     addedFolded.add(folded);
     const held = entryOf(p, s);
-    if (held && (!removed.has(held) || held.merged)) return false;
+    if (held && (!removed.has(held) || held.caseFolded)) return false;
   }
   return true;
 }

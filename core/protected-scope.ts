@@ -2,6 +2,7 @@ import { checkScope, SCOPE_FIELD, SCOPE_KINDS, type Scope, type ScopeField, type
 import { checkSubject, MAX_SUBJECTS_PER_OBJECT, SUBJECT_FIELDS, subjectKey, type Subject } from './subject.js';
 import { excessiveIterationsOf, HASH_PATTERN, MAX_IMPORTED_ITERATIONS, TOKEN_ID_PATTERN, tokenIdOf, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
+import type { OpenOrClosed } from './scope-state.js';
 
 export const API_GROUP = 'auth.svc.io';
 export const API_VERSION = 'v1alpha1';
@@ -53,7 +54,7 @@ export interface ProtectedScopeStatus {
   readonly scope?: string;
   /** The spec field that holds the scope (topicHierarchy, metadataId or path), as the CRD's Kind column shows. */
   readonly kind?: ScopeField;
-  readonly state?: 'Open' | 'Closed';
+  readonly state?: OpenOrClosed;
   readonly tokens?: number;
   readonly activeTokens?: number;
   /** How many subjects (users and groups) the object grants. */

@@ -1,9 +1,9 @@
 /**
  * Whether a scope is closed, and why (docs/access-rules.md): while it has a token record (expired ones
  * included), while it grants a subject (an identity of the OpenID provider), while an object says
- * `closed: true`, or, for a path scope (process execution, stations
- * writes), by default until a token grants it, unless svc-auth runs with `--open-paths-by-default`.
- * The operator's status, its Events and the CLI all say it the same way.
+ * `closed: true`, or, for a path scope (process execution, stations writes), by default until a token grants it,
+ * unless svc-auth runs with `--open-paths-by-default`. The operator's status, its Events and the CLI all say it the
+ * same way: in the words of whyClosed below, and nowhere else.
  */
 import { DEFAULT_PREFIXES, isJobsPath, type PathPrefixes } from './path-scope.js';
 import { isPrefixPath, type Scope } from './scope.js';
@@ -15,12 +15,50 @@ import { isPrefixPath, type Scope } from './scope.js';
 export type ClosedBy = 'tokens' | 'subjects' | 'flag' | 'default' | 'covered';
 
 /**
+ * Whether a scope is open or closed, the one spelling of it: `status.state`, the `state` label of
+ * `svc_operator_scopes`, `show`'s state, and the discriminant of ScopeState.
+ */
+export type OpenOrClosed = 'Open' | 'Closed';
+
+/**
  * `public` is set on an Open state when the scope is declared public (a path open for every method); `governing`
  * on a scope closed because others cover it (their keys, `path:processes/station`).
  */
 export type ScopeState =
   | { readonly state: 'Closed'; readonly by: ClosedBy; readonly governing?: readonly string[] }
   | { readonly state: 'Open'; readonly public?: true };
+
+export type ClosedState = Extract<ScopeState, { state: 'Closed' }>;
+
+/**
+ * Why a scope is closed, written once for every report: `svc auth show` (its STATE column and describeState), the
+ * CLI's answers to close, open, public and remove-token(s), the operator's Ready message and its ScopeClosed Event.
+ * `reason` says it in words; `tag` is the word a table cell has room for (`Closed (default)`), absent for tokens and
+ * subjects, which the counts beside the state say.
+ */
+export function whyClosed(s: Pick<ClosedState, 'by' | 'governing'>): { readonly reason: string; readonly tag?: string } {
+  switch (s.by) {
+    case 'tokens':
+      return { reason: 'it has tokens' };
+    case 'subjects':
+      return { reason: 'it grants subjects' };
+    case 'flag':
+      return { reason: 'closed: true', tag: 'closed: true' };
+    case 'default':
+      return { reason: 'closed by default: nothing executes or writes until a token grants it', tag: 'default' };
+    case 'covered':
+      return {
+        reason: `declared public, but ${(s.governing ?? []).join(' and ')} covers it: public never opens what a grant or closed: true covers`,
+        tag: 'covered',
+      };
+  }
+}
+
+/** ` (why)` after a closed state's counts, where they do not say it (whyClosed); '' where they do (tokens, subjects). */
+export function closedAside(s: Pick<ClosedState, 'by' | 'governing'>): string {
+  const why = whyClosed(s);
+  return why.tag !== undefined ? ` (${why.reason})` : '';
+}
 
 /**
  * Prefix paths (`wis2downloader`) are open until their first token, like topics: only process execution, stations
@@ -37,12 +75,19 @@ export function stateOf(scope: Scope, tokens: number, closedFlag: boolean, openP
 }
 
 /**
- * `Closed, 2 tokens`, `Closed, 0 tokens, 1 subject`, `Closed, 0 tokens (closed: true)`, `Closed, 0 tokens (default)`,
- * `Open, 0 tokens`. Subjects are named only when there are some.
+ * `Closed, 2 tokens`, `Closed, 0 tokens, 1 subject`, `Closed, 0 tokens (closed: true)`, `Closed, 0 tokens (closed by
+ * default: ...)`, `Open, 0 tokens`: the counts, and why it is closed where they do not say it (whyClosed). Subjects
+ * are named only when there are some.
  */
 export function describeState(s: ScopeState, tokens: number, subjects = 0): string {
   const count = `${tokens} token${tokens === 1 ? '' : 's'}${subjects > 0 ? `, ${subjects} subject${subjects === 1 ? '' : 's'}` : ''}`;
   if (s.state === 'Open') return s.public ? 'Open, public (every method)' : `Open, ${count}`;
-  if (s.by === 'covered') return `Closed, ${count} (declared public, but ${(s.governing ?? []).join(' and ')} covers it: public never opens what a grant or closed: true covers)`;
-  return `Closed, ${count}${s.by === 'flag' ? ' (closed: true)' : s.by === 'default' ? ' (default)' : ''}`;
+  return `Closed, ${count}${closedAside(s)}`;
+}
+
+/** The state in a word or two, for a table cell: `Closed`, `Closed (default)`, `Closed (closed: true)`, `Closed (covered)`, `Open`, `Open (public)`. */
+export function stateLabel(s: ScopeState): string {
+  if (s.state === 'Open') return s.public ? 'Open (public)' : 'Open';
+  const { tag } = whyClosed(s);
+  return tag !== undefined ? `Closed (${tag})` : 'Closed';
 }

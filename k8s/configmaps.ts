@@ -1,7 +1,7 @@
 import { PatchStrategy, setHeaderOptions, type V1ConfigMap } from '@kubernetes/client-node';
 import type { Kube } from './kube.js';
 import { kubeListWatch } from './listwatch.js';
-import type { ListWatchSource } from './informer.js';
+import type { ListWatch } from './informer.js';
 import { isNotFound } from './errors.js';
 
 /** The part of a ConfigMap this project reads and writes. */
@@ -73,7 +73,7 @@ export function kubeConfigMapClient(kube: Pick<Kube, 'core'>, namespace: string,
 }
 
 /** List-watch of the ConfigMaps of a namespace matching selectors, as plain objects. */
-export function configMapListWatch(kube: Pick<Kube, 'core' | 'watch'>, namespace: string, selectors: { labelSelector?: string; fieldSelector?: string }): ListWatchSource<ConfigMapObject> {
+export function configMapListWatch(kube: Pick<Kube, 'core' | 'watch'>, namespace: string, selectors: { labelSelector?: string; fieldSelector?: string }): ListWatch<ConfigMapObject> {
   const inner = kubeListWatch<V1ConfigMap>(
     kube.watch,
     `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`,

@@ -7,7 +7,7 @@
  */
 import type { ConfigMapClient, ConfigMapObject } from './configmaps.js';
 import type { EventRecord, EventSink } from './events.js';
-import type { ListWatchSource, ObjectWithMeta, WatchEventType } from './informer.js';
+import type { ListWatch, ObjectWithMeta, WatchEventType } from './informer.js';
 import type { LeaseClient, LeaseRecord } from './lease.js';
 import type { ScopeStatusClient, StatusPatch } from './watched-scopes.js';
 
@@ -108,7 +108,7 @@ export class FakeStore<T extends ObjectWithMeta & { metadata: { name: string } }
     for (const w of [...this.watchers]) if (!w.selector || w.selector(obj)) w.onEvent(type, clone(obj));
   }
 
-  listWatch(selector?: (obj: T) => boolean): ListWatchSource<T> {
+  listWatch(selector?: (obj: T) => boolean): ListWatch<T> {
     return {
       list: async () => {
         this.api.check(`list ${this.resource}`);

@@ -1,5 +1,5 @@
 import { describe, it, expect, jest } from '@jest/globals';
-import { ResilientInformer, type ListWatchSource } from './informer.js';
+import { ResilientInformer, type ListWatch } from './informer.js';
 import { ApiError, FakeApi, FakeStore } from './fake.js';
 import { sleep, poll as until } from '../test/support/wait.js';
 
@@ -80,7 +80,7 @@ describe('ResilientInformer', () => {
 
   it('handles an ERROR event with code 410 by relisting', async () => {
     let lists = 0;
-    const source: ListWatchSource<Obj> = {
+    const listWatch: ListWatch<Obj> = {
       list: async () => {
         lists++;
         return { items: [{ metadata: { name: `gen${lists}`, resourceVersion: String(lists) } }], resourceVersion: String(lists) };
@@ -90,7 +90,7 @@ describe('ResilientInformer', () => {
         return { abort: () => undefined };
       },
     };
-    const informer = new ResilientInformer<Obj>(source, {}, { backoffInitialMs: 5 });
+    const informer = new ResilientInformer<Obj>(listWatch, {}, { backoffInitialMs: 5 });
     informer.start();
     await until(() => lists >= 2);
     expect(informer.list().map((o) => o.metadata.name)).toEqual(['gen2']);
@@ -99,7 +99,7 @@ describe('ResilientInformer', () => {
 
   it('reopens a watch that goes silent (watchdog)', async () => {
     let watches = 0;
-    const source: ListWatchSource<Obj> = {
+    const listWatch: ListWatch<Obj> = {
       list: async () => ({ items: [], resourceVersion: '1' }),
       watch: async () => {
         watches++;
@@ -107,7 +107,7 @@ describe('ResilientInformer', () => {
       },
     };
     const errors: unknown[] = [];
-    const informer = new ResilientInformer<Obj>(source, { onError: (e) => errors.push(e) }, { watchTimeoutSeconds: 1, watchdogSlackMs: 20, backoffInitialMs: 5 });
+    const informer = new ResilientInformer<Obj>(listWatch, { onError: (e) => errors.push(e) }, { watchTimeoutSeconds: 1, watchdogSlackMs: 20, backoffInitialMs: 5 });
     informer.start();
     await until(() => watches >= 2, 5000);
     expect(String((errors[0] as Error).message)).toMatch(/no data/);
@@ -160,7 +160,7 @@ describe('ResilientInformer', () => {
       expect(informer.list()).toHaveLength(1);
       await informer.stop();
       // A list that never answers: stop() settles the wait at once, and so does the timeout.
-      const never: ListWatchSource<Obj> = { list: () => new Promise(() => undefined), watch: async () => ({ abort: () => undefined }) };
+      const never: ListWatch<Obj> = { list: () => new Promise(() => undefined), watch: async () => ({ abort: () => undefined }) };
       const pending = new ResilientInformer<Obj>(never);
       pending.start();
       const waiting = expect(pending.waitForSync()).rejects.toThrow('informer stopped');
@@ -180,7 +180,7 @@ describe('ResilientInformer', () => {
   it('backs off on repeated list failures and honours Retry-After', async () => {
     let calls = 0;
     const times: number[] = [];
-    const source: ListWatchSource<Obj> = {
+    const listWatch: ListWatch<Obj> = {
       list: async () => {
         calls++;
         times.push(Date.now());
@@ -190,7 +190,7 @@ describe('ResilientInformer', () => {
       },
       watch: async () => ({ abort: () => undefined }),
     };
-    const informer = new ResilientInformer<Obj>(source, {}, { backoffInitialMs: 5, backoffMaxMs: 50 });
+    const informer = new ResilientInformer<Obj>(listWatch, {}, { backoffInitialMs: 5, backoffMaxMs: 50 });
     informer.start();
     await informer.waitForSync(5000);
     expect(calls).toBe(4);
@@ -200,7 +200,7 @@ describe('ResilientInformer', () => {
 
   it('does not spin when the server ends watches at once', async () => {
     let watches = 0;
-    const source: ListWatchSource<Obj> = {
+    const listWatch: ListWatch<Obj> = {
       list: async () => ({ items: [], resourceVersion: '1' }),
       watch: async (_rv, _t, _onEvent, onDone) => {
         watches++;
@@ -208,7 +208,7 @@ describe('ResilientInformer', () => {
         return { abort: () => undefined };
       },
     };
-    const informer = new ResilientInformer<Obj>(source, {}, { backoffInitialMs: 20, backoffMaxMs: 40 });
+    const informer = new ResilientInformer<Obj>(listWatch, {}, { backoffInitialMs: 20, backoffMaxMs: 40 });
     informer.start();
     await sleep(200);
     await informer.stop();

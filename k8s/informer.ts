@@ -11,7 +11,7 @@
  * - calls handlers synchronously and swallows what they throw (a handler should only enqueue; an exception
  *   escaping into client-node's stream would become an unhandled rejection, which kills Node 20).
  *
- * The transport is a `ListWatchSource`, so this logic is unit-tested without a server.
+ * The transport is a `ListWatch`, so this logic is unit-tested without a server.
  */
 import { backoffDelay } from '../lib/backoff.js';
 import { describeError, isGone, retryAfterMs } from './errors.js';
@@ -31,7 +31,7 @@ export interface WatchHandle {
   abort(): void;
 }
 
-export interface ListWatchSource<T> {
+export interface ListWatch<T> {
   list(): Promise<ListResult<T>>;
   /**
    * Starts a watch from resourceVersion; events go to onEvent; onDone is called once when the stream ends
@@ -101,7 +101,7 @@ export class ResilientInformer<T extends ObjectWithMeta> {
   private readonly syncWaiters = new Set<(outcome: Error | undefined) => void>();
 
   constructor(
-    private readonly source: ListWatchSource<T>,
+    private readonly listWatch: ListWatch<T>,
     private readonly handlers: InformerHandlers<T> = {},
     options: InformerOptions = {},
   ) {
@@ -223,7 +223,7 @@ export class ResilientInformer<T extends ObjectWithMeta> {
   }
 
   private async listOnce(): Promise<void> {
-    const { items, resourceVersion } = await this.source.list();
+    const { items, resourceVersion } = await this.listWatch.list();
     if (this.stopped) return;
     const seen = new Set<string>();
     for (const obj of items) {
@@ -283,7 +283,7 @@ export class ResilientInformer<T extends ObjectWithMeta> {
         const error = this.apply(type, raw as T);
         if (error) finish(error);
       };
-      this.source
+      this.listWatch
         .watch(this.resourceVersion, timeoutSeconds, onEvent, (err) => finish(err ?? undefined))
         .then((h) => {
           if (finished) h.abort();

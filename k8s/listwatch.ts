@@ -1,5 +1,5 @@
 import type { Watch } from '@kubernetes/client-node';
-import type { ListResult, ListWatchSource, WatchEventType, WatchHandle } from './informer.js';
+import type { ListResult, ListWatch, WatchEventType, WatchHandle } from './informer.js';
 
 /** One page of a list call, as client-node returns it (typed models or plain JSON alike). */
 export interface ListPage<T> {
@@ -15,7 +15,7 @@ interface KubeListWatchOptions {
 }
 
 /**
- * A ListWatchSource over one API path (e.g. `/api/v1/namespaces/ns/configmaps`): pages through the list with
+ * A ListWatch over one API path (e.g. `/api/v1/namespaces/ns/configmaps`): pages through the list with
  * `limit`/`continue`, and watches with client-node's `Watch` (which applies the kubeconfig's credentials),
  * asking for bookmarks and a server-side timeout.
  */
@@ -24,7 +24,7 @@ export function kubeListWatch<T>(
   path: string,
   listPage: (args: { limit: number; _continue?: string; labelSelector?: string; fieldSelector?: string }) => Promise<ListPage<T>>,
   opts: KubeListWatchOptions = {},
-): ListWatchSource<T> {
+): ListWatch<T> {
   const limit = opts.pageSize ?? 500;
   return {
     async list(): Promise<ListResult<T>> {

@@ -2,13 +2,13 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, PLURAL, type ProtectedScope } from '../core/index.js';
 import type { Kube } from './kube.js';
 import { kubeListWatch, type ListPage } from './listwatch.js';
-import type { ListWatchSource } from './informer.js';
+import type { ListWatch } from './informer.js';
 
 /**
  * ProtectedScope access for the operator: a list-watch of one namespace and status patches. (The CLI has its
  * own typed client for spec edits in protected-scopes.ts.)
  */
-export function protectedScopeListWatch(kube: Pick<Kube, 'custom' | 'watch'>, namespace: string): ListWatchSource<ProtectedScope> {
+export function protectedScopeListWatch(kube: Pick<Kube, 'custom' | 'watch'>, namespace: string): ListWatch<ProtectedScope> {
   return kubeListWatch<ProtectedScope>(
     kube.watch,
     `/apis/${API_GROUP}/${API_VERSION}/namespaces/${encodeURIComponent(namespace)}/${PLURAL}`,

@@ -36,7 +36,7 @@ describe('computeDesired', () => {
     const b = c.desired.get('b')!.status;
     // A path scope without tokens is closed by default (stations writes, process execution).
     expect(b).toMatchObject({ scope: 'collections/stations', kind: 'path', state: 'Closed', tokens: 0, activeTokens: 0 });
-    expect(b.conditions![0]!.message).toMatch(/^scope Closed \(default: nothing executes or writes until a token grants it\)/);
+    expect(b.conditions![0]!.message).toMatch(/^scope Closed \(closed by default: nothing executes or writes until a token grants it\)/);
     expect(c.nextExpiryMs).toBe(Date.parse('2026-11-22T00:00:00Z'));
     expect(c.included).toHaveLength(2);
   });

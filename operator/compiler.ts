@@ -15,6 +15,7 @@ import {
   subjectsOf,
   type AccessIndex,
   type ClosedBy,
+  type OpenOrClosed,
   type ProtectedScope,
   type Scope,
   type ScopeConfig,
@@ -30,8 +31,8 @@ export interface Compilation {
   readonly assessments: Assessment[];
   readonly desired: Map<string, Desired>;
   /** Scope key → Open/Closed, for every scope named by at least one readable object. */
-  readonly scopeStates: Map<string, 'Open' | 'Closed'>;
-  /** Why each closed scope is closed (core's enforcedState): tokens, `closed: true`, the default of path scopes, covered. */
+  readonly scopeStates: Map<string, OpenOrClosed>;
+  /** Why each closed scope is closed (core's ClosedBy, as enforcedState finds it; whyClosed words it). */
   readonly closedBy: Map<string, ClosedBy>;
   /** For a public scope that others' grants cover: their keys. */
   readonly coveredBy: Map<string, readonly string[]>;
@@ -159,7 +160,7 @@ export class Compiler {
   /** 4. Desired statuses (they depend on the clock and on each object's current status, so they are not cached). */
   private *statusSteps(objects: readonly ProtectedScope[], phase: SnapshotPhase, nowMs: number): Steps<Compilation> {
     let n = 0;
-    const scopeStates = new Map<string, 'Open' | 'Closed'>();
+    const scopeStates = new Map<string, OpenOrClosed>();
     const closedBy = new Map<string, ClosedBy>();
     const coveredBy = new Map<string, readonly string[]>();
     const scopeObjects = new Map<string, string[]>();

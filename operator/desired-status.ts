@@ -3,7 +3,7 @@
  * in the API server already says it: every status field core declares (statusPatchOf), with the
  * Ready condition's transition time moving only when its status does.
  */
-import { formatFieldErrors, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type Condition, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
+import { closedAside, formatFieldErrors, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type Condition, type OpenOrClosed, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
 import type { ObjectEntry } from './assessment.js';
 
 /** The status the operator writes (the CRD's status schema). */
@@ -20,7 +20,7 @@ export interface Desired {
 
 /** The scope-wide facts an object's status repeats: its scope's state, why it is closed, its objects. */
 interface ScopeFacts {
-  readonly scopeStates: Map<string, 'Open' | 'Closed'>;
+  readonly scopeStates: Map<string, OpenOrClosed>;
   readonly closedBy: Map<string, ClosedBy>;
   /** For a public scope closed because others' grants cover it: their keys. */
   readonly coveredBy?: Map<string, readonly string[]>;
@@ -81,11 +81,8 @@ function readyCondition(o: ProtectedScope, objectGeneration: number | undefined,
 }
 
 /** The Ready message: the scope's state and why, this object's tokens and subjects, the objects it shares the scope with. */
-function summaryOf(state: 'Open' | 'Closed', why: ClosedBy | undefined, tokens: number, active: number, subjects: number, others: number, coveredBy?: readonly string[]): string {
-  const reason = why === 'flag' ? ' (closed: true)'
-    : why === 'default' ? ' (default: nothing executes or writes until a token grants it)'
-      : why === 'covered' ? ` (declared public, but ${(coveredBy ?? []).join(' and ')} covers it: public never opens what a grant or closed: true covers)`
-        : '';
+function summaryOf(state: OpenOrClosed, by: ClosedBy | undefined, tokens: number, active: number, subjects: number, others: number, coveredBy?: readonly string[]): string {
+  const reason = state === 'Closed' && by !== undefined ? closedAside({ by, governing: coveredBy }) : '';
   const granted = subjects > 0 ? ` and ${subjects} subject${subjects === 1 ? '' : 's'}` : '';
   const merged = others > 0 ? `; merged with ${others} other object${others === 1 ? '' : 's'} for the same scope` : '';
   return `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)${granted}${merged}`;

@@ -65,7 +65,7 @@ export function program(): Command {
   return new Command('svc-operator')
     .description('Compiles the ProtectedScopes of a namespace into the snapshot ConfigMaps svc-auth serves from, and reports status on each ProtectedScope.')
     .option('-n, --namespace <ns>', "namespace to watch and write in (default: the pod's, else the kube context's)")
-    .addOption(new Option('--snapshot-name <name>', 'name of the index ConfigMap; shards are <name>-<digest>').default(DEFAULT_SNAPSHOT_NAME).argParser(parseName))
+    .addOption(new Option('--snapshot-name <name>', 'name of the snapshot index ConfigMap; shards are <name>-<digest>').default(DEFAULT_SNAPSHOT_NAME).argParser(parseName))
     .option('--leader-elect', 'elect a leader through a Lease so only one replica writes', false)
     .option('--open-paths-by-default', "as svc-auth's: path scopes without tokens are reported Open rather than Closed (default)", false)
     .addOption(new Option('--waf-prefix <prefix>', "as svc-auth's: the WAF's request prefix").default(['data'], '/data').argParser(prefixFlag))
@@ -183,7 +183,7 @@ function configOf(flags: Flags, namespace: string, identity: string): OperatorCo
 /** The operator's view of the API: its namespace's objects, ConfigMaps, Events and (when electing) its Lease. */
 function backendsOf(kube: Awaited<ReturnType<typeof connect>>, namespace: string, flags: Flags): OperatorBackends {
   return {
-    scopes: protectedScopeListWatch(kube, namespace),
+    objectsWatch: protectedScopeListWatch(kube, namespace),
     configMapsWatch: configMapListWatch(kube, namespace, { labelSelector: snapshotSelector(flags.snapshotName) }),
     configMaps: kubeConfigMapClient(kube, namespace, FIELD_MANAGER),
     status: kubeScopeStatusClient(kube, namespace, FIELD_MANAGER),
@@ -203,7 +203,7 @@ async function listenOrExit(operator: Operator, listen: string, log: pino.Logger
           ok: operator.ready,
           detail: {
             leader: operator.isLeader,
-            protectedScopes: operator.scopeInformer.size,
+            protectedScopes: operator.objectInformer.size,
             lastReconcile: operator.reconciler.lastSuccessAt ? new Date(operator.reconciler.lastSuccessAt).toISOString() : null,
           },
         }),

@@ -1,8 +1,8 @@
 import { describe, it, expect, afterEach } from '@jest/globals';
-import { buildIndex, hashToken, hashTokenDigest, parseSnapshotIndex, tokenIdOf, verifyAssembled, verifyShard, type ProtectedScope, type TokenRecord } from '../core/index.js';
+import { buildIndex, closedAside, hashToken, hashTokenDigest, parseSnapshotIndex, tokenIdOf, verifyAssembled, verifyShard, type ProtectedScope, type TokenRecord } from '../core/index.js';
 import type { ConfigMapClient, ConfigMapObject } from '../k8s/configmaps.js';
 import { FakeApi, FakeEventSink, FakeLease, FakeStore, fakeConfigMapClient, fakeStatusClient } from '../k8s/fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotSelector } from '../k8s/snapshot/objects.js';
+import { SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotSelector } from '../k8s/snapshot/objects.js';
 import { OperatorMetrics } from './metrics.js';
 import { Operator, type OperatorConfig } from './operator.js';
 import type { Logger } from './reconciler.js';
@@ -36,23 +36,23 @@ class Cluster {
     return this.scopes.get(name)?.status as ScopeStatus | undefined;
   }
 
-  /** The snapshot as svc-auth would load it: index, every shard verified, assembled. */
+  /** The snapshot as svc-auth would load it: the snapshot index, every shard verified, assembled. */
   snapshot(snapshotName = 'svc-auth-snapshot') {
     const cm = this.configMaps.get(snapshotName);
     if (!cm) return undefined;
-    const index = parseSnapshotIndex(cm.data![INDEX_KEY]!);
-    if (!index.ok) throw new Error(index.error);
+    const snapshotIndex = parseSnapshotIndex(cm.data![SNAPSHOT_INDEX_KEY]!);
+    if (!snapshotIndex.ok) throw new Error(snapshotIndex.error);
     const lines: string[] = [];
-    for (const ref of index.value.shards) {
+    for (const ref of snapshotIndex.value.shards) {
       const shard = this.configMaps.get(shardConfigMapName(snapshotName, ref.digest));
       if (!shard) throw new Error(`missing shard ${ref.digest}`);
       const v = verifyShard(ref, shard.data![SHARD_KEY]!);
       if (!v.ok) throw new Error(v.error);
       lines.push(...v.value);
     }
-    const whole = verifyAssembled(index.value, lines);
+    const whole = verifyAssembled(snapshotIndex.value, lines);
     if (!whole.ok) throw new Error(whole.error);
-    const built = buildIndex(index.value.generation, lines);
+    const built = buildIndex(snapshotIndex.value.generation, lines);
     if (!built.ok) throw new Error(built.error);
     return built.value;
   }
@@ -63,7 +63,7 @@ afterEach(async () => {
   await Promise.all(operators.splice(0).map((o) => o.stop()));
 });
 
-function start(cluster: Cluster, opts: { leaderElect?: boolean; identity?: string; configMaps?: ConfigMapClient; overrides?: Partial<OperatorConfig> } = {}): Operator {
+function start(cluster: Cluster, opts: { leaderElect?: boolean; identity?: string; configMaps?: ConfigMapClient; overrides?: Partial<OperatorConfig>; log?: Logger } = {}): Operator {
   const config: OperatorConfig = {
     namespace: 'ns',
     snapshotName: 'svc-auth-snapshot',
@@ -82,7 +82,7 @@ function start(cluster: Cluster, opts: { leaderElect?: boolean; identity?: strin
   };
   const op = new Operator(
     {
-      scopes: cluster.scopes.listWatch(),
+      objectsWatch: cluster.scopes.listWatch(),
       configMapsWatch: cluster.configMaps.listWatch((cm) => cm.metadata.labels?.['auth.svc.io/snapshot'] === 'svc-auth-snapshot'),
       configMaps: opts.configMaps ?? fakeConfigMapClient(cluster.configMaps),
       status: fakeStatusClient(cluster.scopes),
@@ -90,7 +90,7 @@ function start(cluster: Cluster, opts: { leaderElect?: boolean; identity?: strin
       ...(opts.leaderElect ? { lease: cluster.lease.client(config.identity) } : {}),
     },
     config,
-    quiet,
+    opts.log ?? quiet,
     new OperatorMetrics(false),
   );
   op.start();
@@ -131,6 +131,34 @@ describe('svc-operator on a fake API server', () => {
     await op.recorder.flush();
     expect(c.events.reasons()).toEqual(['ScopeClosed', 'ScopeClosed']);
     expect(c.configMaps.list().map((cm) => cm.metadata.labels?.['auth.svc.io/snapshot-role']).sort()).toEqual(['index', 'shard']);
+  });
+
+  it('says why a scope is closed in core\'s one wording (closedAside), in the Ready message and the ScopeClosed Event alike', async () => {
+    const c = new Cluster();
+    c.create('embargo', { metadataId: 'urn:wmo:md:a', closed: true, tokens: [] });
+    c.create('stations', { path: 'collections/stations', tokens: [] });
+    const op = start(c);
+    await settle(op, c);
+    await op.recorder.flush();
+    for (const [name, by] of [['embargo', 'flag'], ['stations', 'default']] as const) {
+      const note = c.events.events.find((e) => e.regarding.name === name && e.reason === 'ScopeClosed')!.note;
+      expect(note.endsWith(closedAside({ by }))).toBe(true);
+      expect(c.status(name)!.conditions![0]!.message).toMatch(new RegExp(`^scope Closed${closedAside({ by }).replace(/[()]/g, '\\$&')};`));
+    }
+  });
+
+  it('logs an object\'s metadata.generation as objectGeneration, never as generation (the snapshot\'s content hash)', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log: Logger = { ...quiet, debug: (obj) => void lines.push(obj as Record<string, unknown>) };
+    const c = new Cluster();
+    c.create('a', { topicHierarchy: 'origin.a', tokens: [token('token-a-0123456789')] });
+    const op = start(c, { log });
+    await settle(op, c);
+    c.updateSpec('a', { topicHierarchy: 'origin.a', tokens: [] });
+    await settle(op, c);
+    const update = lines.find((l) => l.name === 'a' && l.need !== undefined)!;
+    expect(update).toMatchObject({ objectGeneration: 2, oldObjectGeneration: 1 });
+    expect(update).not.toHaveProperty('generation');
   });
 
   it('follows updates and deletes; its own status echoes cause no more writes', async () => {
@@ -189,7 +217,7 @@ describe('svc-operator on a fake API server', () => {
     const events = c.events.events.length;
     const second = start(c);
     await settle(second, c);
-    expect(second.reconciler.lastReport).toMatchObject({ shardsWritten: 0, indexWritten: false, statusQueued: 0, events: 0 });
+    expect(second.reconciler.lastReport).toMatchObject({ shardsWritten: 0, snapshotIndexWritten: false, statusQueued: 0, events: 0 });
     expect(c.api.calls.filter((x) => /^(apply|patch|delete|create)/.test(x)).length).toBe(writes);
     expect(c.events.events.length).toBe(events);
   });
@@ -206,7 +234,7 @@ describe('svc-operator on a fake API server', () => {
     expect(c.status('a')!.state).toBe('Closed');
   });
 
-  it('rewrites a shard someone deleted, and the index someone edited', async () => {
+  it('rewrites a shard someone deleted, and the snapshot index someone edited', async () => {
     const c = new Cluster();
     for (let i = 0; i < 10; i++) c.create(`s${i}`, { topicHierarchy: `origin.t${i}`, tokens: [token(`token-${i}-0123456789`)] });
     const op = start(c);
@@ -215,8 +243,8 @@ describe('svc-operator on a fake API server', () => {
     c.configMaps.remove(shard.metadata.name);
     await settle(op, c);
     expect(c.configMaps.get(shard.metadata.name)).toBeDefined();
-    const index = c.configMaps.get('svc-auth-snapshot')!;
-    c.configMaps.put({ ...index, data: { [INDEX_KEY]: '{}' } });
+    const snapshotIndex = c.configMaps.get('svc-auth-snapshot')!;
+    c.configMaps.put({ ...snapshotIndex, data: { [SNAPSHOT_INDEX_KEY]: '{}' } });
     await settle(op, c);
     expect(c.snapshot()!.scopeCount).toBe(10);
   });
@@ -279,7 +307,7 @@ describe('svc-operator on a fake API server', () => {
     const inner = fakeStatusClient(c.scopes);
     const slow = { patchStatus: async (n: string, p: Record<string, unknown>) => (await sleep(50), inner.patchStatus(n, p)) };
     const op = new Operator(
-      { scopes: c.scopes.listWatch(), configMapsWatch: c.configMaps.listWatch(), configMaps: fakeConfigMapClient(c.configMaps), status: slow, events: c.events },
+      { objectsWatch: c.scopes.listWatch(), configMapsWatch: c.configMaps.listWatch(), configMaps: fakeConfigMapClient(c.configMaps), status: slow, events: c.events },
       { namespace: 'ns', snapshotName: 'svc-auth-snapshot', identity: 'x', shardMaxBytes: 2000, staleGraceMs: 200, debounceMs: 10, statusConcurrency: 2, relistIntervalMs: 60_000, resyncMs: 60_000 },
       quiet,
       new OperatorMetrics(false),

@@ -8,9 +8,9 @@ import type { PathPrefixes, ProtectedScope } from '../core/index.js';
 import { type ConfigMapClient, type ConfigMapObject } from '../k8s/configmaps.js';
 import { describeError } from '../k8s/errors.js';
 import { EventRecorder, type EventSink } from '../k8s/events.js';
-import { ResilientInformer, type InformerHandlers, type InformerOptions, type ListWatchSource } from '../k8s/informer.js';
+import { ResilientInformer, type InformerHandlers, type InformerOptions, type ListWatch } from '../k8s/informer.js';
 import { LeaderElector, type LeaseClient } from '../k8s/lease.js';
-import { INDEX_KEY, ROLE_LABEL } from '../k8s/snapshot/objects.js';
+import { ROLE_LABEL, SNAPSHOT_INDEX_KEY } from '../k8s/snapshot/objects.js';
 import { SnapshotWriter } from '../k8s/snapshot/writer.js';
 import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
 import { OperatorMetrics } from './metrics.js';
@@ -18,8 +18,8 @@ import { WorkQueue, type WorkQueueOptions } from './queue.js';
 import { Reconciler, type Logger, type ReconcilerOptions } from './reconciler.js';
 
 export interface OperatorBackends {
-  readonly scopes: ListWatchSource<ProtectedScope>;
-  readonly configMapsWatch: ListWatchSource<ConfigMapObject>;
+  readonly objectsWatch: ListWatch<ProtectedScope>;
+  readonly configMapsWatch: ListWatch<ConfigMapObject>;
   readonly configMaps: ConfigMapClient;
   readonly status: ScopeStatusClient;
   readonly events: EventSink;
@@ -50,7 +50,7 @@ export interface OperatorConfig {
 
 export class Operator {
   readonly metrics: OperatorMetrics;
-  readonly scopeInformer: ResilientInformer<ProtectedScope>;
+  readonly objectInformer: ResilientInformer<ProtectedScope>;
   readonly configMapInformer: ResilientInformer<ConfigMapObject>;
   /** The namespace key: compile and write the snapshot (one at a time, debounced). */
   readonly queue: WorkQueue<string>;
@@ -74,7 +74,7 @@ export class Operator {
     this.elector = backends.lease ? this.leaderElector(backends.lease) : undefined;
     if (!this.elector) this.metrics.leader.set(1);
     this.recorder = this.eventRecorder(backends.events);
-    this.scopeInformer = new ResilientInformer<ProtectedScope>(backends.scopes, this.scopeHandlers(), this.informerOptions());
+    this.objectInformer = new ResilientInformer<ProtectedScope>(backends.objectsWatch, this.objectHandlers(), this.informerOptions());
     this.configMapInformer = new ResilientInformer<ConfigMapObject>(backends.configMapsWatch, this.configMapHandlers(), this.informerOptions());
     this.writer = new SnapshotWriter({
       snapshotName: config.snapshotName,
@@ -151,13 +151,13 @@ export class Operator {
     };
   }
 
-  private scopeHandlers(): InformerHandlers<ProtectedScope> {
+  private objectHandlers(): InformerHandlers<ProtectedScope> {
     return {
       onAdd: () => this.enqueue(),
       onDelete: () => this.enqueue(),
       onUpdate: (old, obj) => {
         const need = this.reconciler.needsReconcile(old, obj);
-        if (need) this.log.debug({ name: obj.metadata.name, need, generation: obj.metadata.generation, oldGeneration: old.metadata.generation }, 'update');
+        if (need) this.log.debug({ name: obj.metadata.name, need, objectGeneration: obj.metadata.generation, oldObjectGeneration: old.metadata.generation }, 'update');
         if (need === 'snapshot') this.enqueue();
         else if (need === 'status') this.statusQueue.add(obj.metadata.name);
       },
@@ -168,7 +168,7 @@ export class Operator {
 
   private configMapHandlers(): InformerHandlers<ConfigMapObject> {
     return {
-      // Our own writes echo back here; only a change we did not make (an edited or deleted index, a deleted
+      // Our own writes echo back here; only a change we did not make (an edited or deleted snapshot index, a deleted
       // shard still in use) needs a reconcile.
       onAdd: (cm) => this.onConfigMap(cm),
       onUpdate: (_old, cm) => this.onConfigMap(cm),
@@ -186,7 +186,7 @@ export class Operator {
     const ns = config.namespace;
     return {
       namespace: ns,
-      scopes: () => this.scopeInformer.list(),
+      objects: () => this.objectInformer.list(),
       writer: this.writer,
       status,
       events: {
@@ -197,7 +197,7 @@ export class Operator {
       },
       isLeader: () => this.mayWrite(),
       shardMaxBytes: config.shardMaxBytes,
-      scope: (name) => this.scopeInformer.get(`${ns}/${name}`) ?? this.scopeInformer.get(name),
+      scope: (name) => this.objectInformer.get(`${ns}/${name}`) ?? this.objectInformer.get(name),
       enqueueStatus: (name) => this.statusQueue.add(name),
       resyncMs: config.resyncMs,
       ...(config.openPathsByDefault ? { openPathsByDefault: true } : {}),
@@ -217,7 +217,7 @@ export class Operator {
     return {
       process: async () => {
         // Reconcile only from complete caches: a half-listed namespace would publish a snapshot missing scopes.
-        if (!this.scopeInformer.synced || !this.configMapInformer.synced) return {};
+        if (!this.objectInformer.synced || !this.configMapInformer.synced) return {};
         return this.reconciler.reconcile();
       },
       concurrency: 1,
@@ -245,21 +245,21 @@ export class Operator {
   private onConfigMap(cm: ConfigMapObject): void {
     const role = cm.metadata.labels?.[ROLE_LABEL];
     if (role === 'shard') return; // immutable and content-addressed: only its deletion matters
-    if (cm.metadata.name === this.config.snapshotName && cm.data?.[INDEX_KEY] === this.writer.currentIndexText) return;
+    if (cm.metadata.name === this.config.snapshotName && cm.data?.[SNAPSHOT_INDEX_KEY] === this.writer.currentSnapshotIndexText) return;
     this.queue.add(this.config.namespace, this.config.debounceMs);
   }
 
   start(): void {
     if (this.started) return;
     this.started = true;
-    this.scopeInformer.start();
+    this.objectInformer.start();
     this.configMapInformer.start();
     this.elector?.start();
   }
 
   /** Both caches listed: the operator knows the namespace. A follower is ready too (a warm standby). */
   get ready(): boolean {
-    return this.scopeInformer.synced && this.configMapInformer.synced;
+    return this.objectInformer.synced && this.configMapInformer.synced;
   }
 
   get isLeader(): boolean {
@@ -270,7 +270,7 @@ export class Operator {
     this.stopping = true;
     await Promise.all([this.queue.shutdown(), this.statusQueue.shutdown()]);
     await this.elector?.stop(true);
-    await Promise.all([this.scopeInformer.stop(), this.configMapInformer.stop()]);
+    await Promise.all([this.objectInformer.stop(), this.configMapInformer.stop()]);
     await Promise.race([this.recorder.flush(), new Promise((r) => setTimeout(r, 2000))]);
   }
 }

@@ -49,7 +49,7 @@ class World {
     });
     return new Reconciler({
       namespace: 'ns',
-      scopes: () => this.scopes.list(),
+      objects: () => this.scopes.list(),
       writer,
       status: fakeStatusClient(this.scopes),
       events: { emit: (ref, type, reason, note) => void this.emitted.push({ ref, type, reason, note }) },
@@ -104,7 +104,7 @@ describe('Reconciler.reconcile: publish the snapshot', () => {
     w.put('b', { metadataId: 'urn:wmo:md:x:y', tokens: [token('token-of-b-000001')] });
     await w.reconciler.reconcile();
     const report = w.reconciler.lastReport!;
-    expect(report).toMatchObject({ scopes: 2, tokens: 2, indexWritten: true, deleted: 0 });
+    expect(report).toMatchObject({ scopes: 2, tokens: 2, snapshotIndexWritten: true, deleted: 0 });
     expect(report.shardsWritten).toBe(report.shards);
     const applies = w.configMaps.list().map((cm) => cm.metadata.name);
     expect(applies).toContain('snap');
@@ -114,7 +114,7 @@ describe('Reconciler.reconcile: publish the snapshot', () => {
 
     w.forget();
     await w.reconciler.reconcile();
-    expect(w.reconciler.lastReport).toMatchObject({ generation: report.generation, shardsWritten: 0, indexWritten: false, deleted: 0 });
+    expect(w.reconciler.lastReport).toMatchObject({ generation: report.generation, shardsWritten: 0, snapshotIndexWritten: false, deleted: 0 });
     expect(w.api.count('apply configmaps')).toBe(0);
   });
 
@@ -204,7 +204,7 @@ describe('Reconciler.reconcile: what it announces', () => {
     w.put('p', { path: 'processes/svc' });
     await w.reconciler.reconcile();
     expect(w.emitted.map((e) => e.note).sort()).toEqual([
-      'dataset:urn:wmo:md:x:embargo is closed: 0 token records in 1 object and closed: true',
+      'dataset:urn:wmo:md:x:embargo is closed: 0 token records in 1 object (closed: true)',
       'path:processes/svc is closed: 0 token records in 1 object (closed by default: nothing executes or writes until a token grants it)',
     ]);
   });

@@ -5,7 +5,7 @@
  * or stale-shard deadline. Only the leader writes; it checks before every single write, so a lost lease
  * stops writing at once.
  */
-import { API_GROUP_VERSION, DEFAULT_PREFIXES, KIND, shardSnapshot, type PathPrefixes, type ProtectedScope } from '../core/index.js';
+import { API_GROUP_VERSION, closedAside, DEFAULT_PREFIXES, KIND, shardSnapshot, type OpenOrClosed, type PathPrefixes, type ProtectedScope } from '../core/index.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
 import { NotLeaderError, type SnapshotWriter } from '../k8s/snapshot/writer.js';
 import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
@@ -28,7 +28,8 @@ export interface EventEmitter {
 
 export interface ReconcilerOptions {
   readonly namespace: string;
-  readonly scopes: () => readonly ProtectedScope[];
+  /** The ProtectedScope objects of the namespace, as the informer holds them. */
+  readonly objects: () => readonly ProtectedScope[];
   readonly writer: SnapshotWriter;
   readonly status: ScopeStatusClient;
   readonly events: EventEmitter;
@@ -55,7 +56,7 @@ interface ReconcileReport {
   readonly tokens: number;
   readonly shards: number;
   readonly shardsWritten: number;
-  readonly indexWritten: boolean;
+  readonly snapshotIndexWritten: boolean;
   readonly deleted: number;
   /** Objects whose status differs from the desired one: queued for a status patch each. */
   readonly statusQueued: number;
@@ -69,7 +70,7 @@ interface ReconcileReport {
 
 /** A scope's state as last published, with an object to attach an Event to. */
 interface PublishedState {
-  readonly state: 'Open' | 'Closed';
+  readonly state: OpenOrClosed;
   readonly ref: ObjectReference;
 }
 
@@ -79,7 +80,7 @@ type WriteOutcome = Awaited<ReturnType<SnapshotWriter['write']>>;
 interface Published {
   readonly phase: SnapshotPhase;
   /** The snapshot's index document (its generation, counts and shard digests), not the decision index. */
-  readonly snapshotIndex: ReturnType<typeof shardSnapshot>['index'];
+  readonly snapshotIndex: ReturnType<typeof shardSnapshot>['snapshotIndex'];
   readonly shards: ReturnType<typeof shardSnapshot>['shards'];
   readonly outcome: WriteOutcome;
   readonly compiledAt: number;
@@ -183,7 +184,7 @@ export class Reconciler {
    * statuses, announce what changed, queue the status patches, then record metrics and the report.
    */
   private async reconcileOnce(nowMs: number): Promise<ProcessResult> {
-    const objects = this.opts.scopes();
+    const objects = this.opts.objects();
     const published = await this.publishSnapshot(objects);
     const compiled = await this.computeStatuses(objects, published.phase, nowMs);
     const events = new EventTally(this.opts.events);
@@ -203,7 +204,7 @@ export class Reconciler {
   /** The snapshot first: compiled, sharded and written (only what differs) before any status work. */
   private async publishSnapshot(objects: readonly ProtectedScope[]): Promise<Published> {
     const phase = await this.compiler.snapshotAsync(objects);
-    const { index: snapshotIndex, shards } = shardSnapshot(phase.snapshot, this.opts.shardMaxBytes);
+    const { snapshotIndex, shards } = shardSnapshot(phase.snapshot, this.opts.shardMaxBytes);
     const compiledAt = this.now();
     const outcome = await this.opts.writer.write(snapshotIndex, shards);
     return { phase, snapshotIndex, shards, outcome, compiledAt, writtenAt: this.now() };
@@ -239,10 +240,8 @@ export class Reconciler {
       }
       const tokens = names.reduce((n, name) => n + (compiled.desired.get(name)?.status.tokens ?? 0), 0);
       const by = compiled.closedBy.get(key);
-      const why = by === 'flag' ? ' and closed: true'
-        : by === 'default' ? ' (closed by default: nothing executes or writes until a token grants it)'
-          : by === 'covered' ? ` (declared public, but ${(compiled.coveredBy.get(key) ?? []).join(' and ')} covers it)` : '';
-      events.emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${why}`);
+      const reason = by !== undefined ? closedAside({ by, governing: compiled.coveredBy.get(key) }) : '';
+      events.emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${reason}`);
     }
     for (const [key, { state, ref }] of this.scopeStates) {
       // A deleted path scope falls back to the default, which is closed unless --open-paths-by-default.
@@ -317,7 +316,7 @@ export class Reconciler {
       tokens: snapshotIndex.tokens,
       shards: shards.length,
       shardsWritten: outcome.shardsWritten,
-      indexWritten: outcome.indexWritten,
+      snapshotIndexWritten: outcome.snapshotIndexWritten,
       deleted: outcome.deleted,
       statusQueued,
       events,
@@ -326,7 +325,7 @@ export class Reconciler {
       statusMs: this.now() - p.writtenAt,
     };
     this._lastSuccessAt = this.now();
-    if (outcome.shardsWritten > 0 || outcome.indexWritten || outcome.deleted > 0 || statusQueued > 0) {
+    if (outcome.shardsWritten > 0 || outcome.snapshotIndexWritten || outcome.deleted > 0 || statusQueued > 0) {
       this.opts.log?.info({ namespace: this.opts.namespace, ...this._lastReport, durationMs: this.now() - nowMs }, 'reconciled');
     }
   }

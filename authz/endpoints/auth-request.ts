@@ -7,7 +7,7 @@ import { sameTarget, stripOrigin } from '../../core/index.js';
 import { conclude, isPath, type Contract } from './contract.js';
 import { H } from './headers.js';
 
-export const authRequest: Contract = {
+export const authRequest: Contract<'auth-request'> = {
   endpoint: 'auth-request',
   answers: () => 'nginx',
   matches: (url) => isPath(url, '/authz/auth-request'),

@@ -5,7 +5,7 @@
 import { conclude, isPath, type Contract } from './contract.js';
 import { H } from './headers.js';
 
-export const authorize: Contract = {
+export const authorize: Contract<'authorize'> = {
   endpoint: 'authorize',
   answers: () => 'nginx',
   matches: (url) => isPath(url, '/authorize'),

@@ -4,9 +4,8 @@
  * forward-auth.ts, ext-authz.ts); the decision pipeline that runs after the reading (../auth-pipeline.ts)
  * is the same for all of them.
  */
-import type { Flavour } from '../answers.js';
-import type { HeadRequest } from '../http-front.js';
-import type { EndpointName } from '../metrics.js';
+import type { Flavour } from '../http/answers.js';
+import type { HeadRequest } from '../http/http-front.js';
 import { disagreement, H, misdirected, type ContractHeaders, type LikelyProxy, type Slot } from './headers.js';
 
 /** The original request as the proxy described it, or why its description cannot be read as one request. */
@@ -25,13 +24,15 @@ export type Reading =
       readonly misdirected?: LikelyProxy;
     };
 
-export interface Contract {
-  readonly endpoint: EndpointName;
+/** `E`: the endpoint's name, a metric label and a log field (index.ts gathers them from CONTRACTS). */
+export interface Contract<E extends string = string> {
+  readonly endpoint: E;
   /**
-   * How the proxy reads answers: nginx's auth_request understands only 200/401/403 (empty bodies,
-   * X-Accel-Expires); the others pass status, challenge and a problem+json body on to the client.
+   * How the proxy reads answers, from the request URL (path and query) alone: nginx's auth_request understands
+   * only 200/401/403 (empty bodies, X-Accel-Expires); the others pass status, challenge and a problem+json body
+   * on to the client.
    */
-  answers(req: HeadRequest): Flavour;
+  answers(url: string): Flavour;
   /** The request URL (path and query) is this endpoint's. */
   matches(url: string): boolean;
   read(req: HeadRequest, h: ContractHeaders): Reading;

@@ -14,7 +14,6 @@
  * (headers.ts), so a Fabric configured with a trailing slash (`/authz/ext-authz/`, an appended target of
  * `/`) is refused rather than asked about `/`.
  */
-import type { HeadRequest } from '../http-front.js';
 import { conclude, type Contract } from './contract.js';
 import { H } from './headers.js';
 
@@ -23,18 +22,17 @@ const SLASH = 0x2f;
 const QUESTION_MARK = 0x3f;
 
 /** Envoy appends an origin-form target, which starts with '/'; anything else (the endpoint's own query) is none. */
-function appendedTarget(req: HeadRequest): string | undefined {
-  const url = req.url!;
+function appendedTarget(url: string): string | undefined {
   return url.charCodeAt(EXT_AUTHZ.length) === SLASH ? url.slice(EXT_AUTHZ.length) : undefined;
 }
 
-export const extAuthz: Contract = {
+export const extAuthz: Contract<'ext-authz'> = {
   endpoint: 'ext-authz',
   // Gateway Fabric's subrequest is nginx's auth_request, which turns any answer but 200/401/403 into a 500.
-  answers: (req) => (appendedTarget(req) === undefined ? 'nginx' : 'proxy'),
+  answers: (url) => (appendedTarget(url) === undefined ? 'nginx' : 'proxy'),
   matches: (url) => url.startsWith(EXT_AUTHZ) && (url.length === EXT_AUTHZ.length || url.charCodeAt(EXT_AUTHZ.length) === SLASH || url.charCodeAt(EXT_AUTHZ.length) === QUESTION_MARK),
   read(req, h) {
-    const appended = appendedTarget(req);
+    const appended = appendedTarget(req.url ?? '');
     const serves = ['envoy', 'gateway-fabric'] as const;
     if (appended === undefined) {
       // NGINX Gateway Fabric's dialect: its subrequest's own method (GET) never counts.

@@ -7,7 +7,7 @@
 import { conclude, isPath, type Contract } from './contract.js';
 import { H } from './headers.js';
 
-export const forwardAuth: Contract = {
+export const forwardAuth: Contract<'forward-auth'> = {
   endpoint: 'forward-auth',
   answers: () => 'proxy',
   matches: (url) => isPath(url, '/authz/forward-auth'),

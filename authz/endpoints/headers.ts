@@ -14,7 +14,7 @@
  * header of the request), so this runs on the hot path.
  */
 import { sameTarget, stripOrigin } from '../../core/index.js';
-import { named } from '../http-front.js';
+import { named } from '../http/http-front.js';
 
 /** What a header says about the original request. */
 type Role =

@@ -2,7 +2,7 @@ import { describe, it, expect, afterEach } from '@jest/globals';
 import { compileSnapshot, decide, DEFAULT_CONFIG, generationOf, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { FakeApi, FakeStore } from '../../k8s/fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot/objects.js';
+import { SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot/objects.js';
 import { ConfigMapSource } from './configmap.js';
 import type { LoadedSnapshot, SourceFailure } from './source.js';
 import { sleep, poll as until } from '../../test/support/wait.js';
@@ -13,10 +13,10 @@ function scope(i: number, secret: string): ProtectedScope {
 }
 
 function publish(store: FakeStore<ConfigMapObject>, objects: ProtectedScope[]): string {
-  const { index, shards } = shardSnapshot(compileSnapshot(objects), 300);
+  const { snapshotIndex, shards } = shardSnapshot(compileSnapshot(objects), 300);
   for (const s of shards) store.put({ metadata: { name: shardConfigMapName('snap', s.digest), labels: snapshotLabels('snap', 'shard') }, immutable: true, data: { [SHARD_KEY]: s.text } });
-  store.put({ metadata: { name: 'snap', labels: snapshotLabels('snap', 'index') }, data: { [INDEX_KEY]: JSON.stringify(index) } });
-  return index.generation;
+  store.put({ metadata: { name: 'snap', labels: snapshotLabels('snap', 'index') }, data: { [SNAPSHOT_INDEX_KEY]: JSON.stringify(snapshotIndex) } });
+  return snapshotIndex.generation;
 }
 
 const sources: ConfigMapSource[] = [];
@@ -31,7 +31,7 @@ function setup() {
   const failed: SourceFailure[] = [];
   const source = new ConfigMapSource({
     snapshotName: 'snap',
-    transport: { namespace: 'ns', indexWatch: store.listWatch((cm) => cm.metadata.name === 'snap'), getConfigMap: async (n) => (api.check('get'), store.get(n)) },
+    transport: { namespace: 'ns', snapshotIndexWatch: store.listWatch((cm) => cm.metadata.name === 'snap'), getConfigMap: async (n) => (api.check('get'), store.get(n)) },
   });
   sources.push(source);
   return { api, store, source, loaded, failed, sink: { loaded: (s: LoadedSnapshot) => void loaded.push(s), failed: (f: SourceFailure) => void failed.push(f) } };
@@ -64,7 +64,7 @@ describe('ConfigMapSource', () => {
     api.outage = true;
     store.cutWatches(new Error('EOF'));
     await sleep(300);
-    const watchFailures = failed.filter((f) => /watching the index/.test(f.problems[0]!.message));
+    const watchFailures = failed.filter((f) => /watching the snapshot index/.test(f.problems[0]!.message));
     expect(watchFailures).toHaveLength(1);
     publish(store, [scope(1, 'secret-token-1-abcdefgh'), scope(2, 'secret-token-2-abcdefgh')]);
     api.outage = false;
@@ -82,9 +82,9 @@ describe('ConfigMapSource', () => {
     lines[5] = '{"kind":"topic","value":"a..b","tokens":[]}';
     const bad = shardSnapshot({ generation: generationOf(lines), scopeCount: lines.length, tokenCount: 11, lines }, 300);
     for (const s of bad.shards) store.put({ metadata: { name: shardConfigMapName('snap', s.digest), labels: snapshotLabels('snap', 'shard') }, immutable: true, data: { [SHARD_KEY]: s.text } });
-    store.put({ metadata: { name: 'snap', labels: snapshotLabels('snap', 'index') }, data: { [INDEX_KEY]: JSON.stringify(bad.index) } });
+    store.put({ metadata: { name: 'snap', labels: snapshotLabels('snap', 'index') }, data: { [SNAPSHOT_INDEX_KEY]: JSON.stringify(bad.snapshotIndex) } });
     await until(() => failed.some((f) => /scope line 6: /.test(f.problems[0]!.message)));
-    expect(failed.find((f) => /scope line 6: /.test(f.problems[0]!.message))!.problems[0]!.message).toMatch(new RegExp(`^generation ${bad.index.generation.slice(0, 12)}: scope line 6: .*; keeping generation ${generation.slice(0, 12)}$`));
+    expect(failed.find((f) => /scope line 6: /.test(f.problems[0]!.message))!.problems[0]!.message).toMatch(new RegExp(`^generation ${bad.snapshotIndex.generation.slice(0, 12)}: scope line 6: .*; keeping generation ${generation.slice(0, 12)}$`));
     expect(loaded).toHaveLength(1);
     objects[5] = scope(5, 'rotated-token-5-abcdefgh');
     const next = publish(store, objects);
@@ -92,7 +92,7 @@ describe('ConfigMapSource', () => {
     expect(loaded[1]!.index.generation).toBe(next);
   });
 
-  it('reports a failure, not a snapshot, when the index does not exist yet', async () => {
+  it('reports a failure, not a snapshot, when the snapshot index does not exist yet', async () => {
     const { source, loaded, failed, sink } = setup();
     await source.start(sink);
     expect(loaded).toHaveLength(0);

@@ -1,6 +1,6 @@
 /**
  * `--snapshot-configmap NAME [--namespace NS]`: the snapshot svc-operator writes as ConfigMaps. An adapter from the
- * reader to the decision index: k8s/snapshot/reader.ts watches the index ConfigMap (with a periodic relist),
+ * reader to the decision index: k8s/snapshot/reader.ts watches the snapshot index ConfigMap (with a periodic relist),
  * fetches and verifies every new shard once and the whole against the generation; core's IncrementalIndex derives
  * the next decision index from the one in service by difference, parsing only the lines that changed, in slices
  * between requests; the sink swaps it in one assignment. So a change to one scope costs about one shard, not the
@@ -13,7 +13,7 @@
 import { IncrementalIndex } from '../../core/index.js';
 import type { ConfigMapObject } from '../../k8s/configmaps.js';
 import { describeError } from '../../k8s/errors.js';
-import type { ListWatchSource } from '../../k8s/informer.js';
+import type { ListWatch } from '../../k8s/informer.js';
 import { SnapshotReader, type VerifiedSnapshot } from '../../k8s/snapshot/reader.js';
 import { SliceClock } from '../../lib/time-slice.js';
 import { DEFAULT_SLICE_MS, type SnapshotSink, type SnapshotSource } from './source.js';
@@ -31,7 +31,7 @@ export interface ConfigMapSourceOptions {
 
 export interface ConfigMapTransport {
   readonly namespace: string;
-  readonly indexWatch: ListWatchSource<ConfigMapObject>;
+  readonly snapshotIndexWatch: ListWatch<ConfigMapObject>;
   getConfigMap(name: string): Promise<ConfigMapObject | undefined>;
   close?(): void;
 }
@@ -44,7 +44,7 @@ export async function kubeTransport(opts: Pick<ConfigMapSourceOptions, 'snapshot
   const client = kubeConfigMapClient(kube, namespace, 'svc-auth');
   return {
     namespace,
-    indexWatch: configMapListWatch(kube, namespace, { fieldSelector: `metadata.name=${opts.snapshotName}` }),
+    snapshotIndexWatch: configMapListWatch(kube, namespace, { fieldSelector: `metadata.name=${opts.snapshotName}` }),
     getConfigMap: (name) => client.get(name),
     close: () => kube.close(),
   };
@@ -75,7 +75,7 @@ export class ConfigMapSource implements SnapshotSource {
     const origin = this.origin;
     const reader = new SnapshotReader({
       snapshotName: this.options.snapshotName,
-      indexWatch: transport.indexWatch,
+      snapshotIndexWatch: transport.snapshotIndexWatch,
       getConfigMap: (name) => transport.getConfigMap(name),
       sliceMs: this.options.sliceMs ?? DEFAULT_SLICE_MS,
       deliver: (snapshot, startedMs) => this.deliver(snapshot, startedMs, sink),
@@ -89,7 +89,7 @@ export class ConfigMapSource implements SnapshotSource {
         // Once per outage, not once per retry.
         if (this.stopped || this.watchFailing) return;
         this.watchFailing = true;
-        sink.failed({ origin, problems: [{ message: `watching the index ConfigMap: ${describeError(e)}; retrying with backoff` }] });
+        sink.failed({ origin, problems: [{ message: `watching the snapshot index ConfigMap: ${describeError(e)}; retrying with backoff` }] });
       },
     });
     this.reader = reader;
@@ -106,7 +106,7 @@ export class ConfigMapSource implements SnapshotSource {
    */
   private async deliver(snapshot: VerifiedSnapshot, startedMs: number, sink: SnapshotSink): Promise<void> {
     const clock = new SliceClock(this.options.sliceMs ?? DEFAULT_SLICE_MS);
-    const built = await this.index.update(snapshot.index.generation, snapshot.shards, () => clock.pause(), snapshot.index.tokens);
+    const built = await this.index.update(snapshot.snapshotIndex.generation, snapshot.shards, () => clock.pause(), snapshot.snapshotIndex.tokens);
     if (!built.ok) throw new Error(built.error);
     if (this.stopped) return;
     this.watchFailing = false;

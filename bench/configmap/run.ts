@@ -2,14 +2,14 @@
 // plane (etcd + kube-apiserver from the test harness), this checkout against a baseline commit measured in the same run.
 //
 // A 10,000-scope, 100,000-token snapshot (bench:auth's mix: 6,000 topics, 3,000 datasets, 1,000 process paths, 10
-// tokens each) is written as svc-operator writes it (immutable shards, then the index), with a second generation that
+// tokens each) is written as svc-operator writes it (immutable shards, then the snapshot index), with a second generation that
 // differs by one token in one scope in the middle. svc-auth of this checkout and svc-auth of --base (its tree from
 // `git archive`, run with this checkout's node_modules), each a fresh process on CPU 0, alternately, round by round:
 //   memory      RSS and V8 heap used once the first snapshot is served, after a full garbage collection (svc-auth
 //               runs with --expose-gc and a bench-only preload that collects on SIGUSR2, base and this alike), so
 //               what is measured is what svc-auth keeps, not garbage not yet collected; again after the reloads;
 //   first load  svc_auth_snapshot_load_seconds of the first snapshot;
-//   reloads     the index flipped between the two generations, each timed from the index write until /readyz
+//   reloads     the snapshot index flipped between the two generations, each timed from its write until /readyz
 //               names the new generation: IDLE_RELOADS times with no other load (also svc-auth's CPU time per
 //               reload, from /proc, which other processes on the machine do not inflate), then back to back under load;
 //   p99         a valid Bearer token on a protected topic (autocannon on CPU 1), steady, and during the reloads.
@@ -29,7 +29,7 @@ import autocannon from 'autocannon';
 import { compileSnapshot, formatGeneratedToken, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope, type Shard, type SnapshotIndex, type TokenRecord } from '../../core/index.js';
 import { kubeConfigMapClient, type ConfigMapClient } from '../../k8s/configmaps.js';
 import { fromKubeConfig, loadKubeConfig } from '../../k8s/kube.js';
-import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot/objects.js';
+import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot/objects.js';
 import { freePorts } from '../../test/support/ports.js';
 import { Supervised } from '../../test/support/process.js';
 import { sleep, waitUntil } from '../../test/support/wait.js';
@@ -59,7 +59,7 @@ const log = (m: string) => process.stderr.write(`[bench:configmap] ${m}\n`);
 // The snapshot, in two generations
 
 interface Generation {
-  readonly index: SnapshotIndex;
+  readonly snapshotIndex: SnapshotIndex;
   readonly shards: readonly Shard[];
 }
 
@@ -84,15 +84,15 @@ function fixture(): { a: Generation; b: Generation; token: string; target: strin
   return { a, b, token, target: '/data/2026-11-21/wis/origin/a/wis2/centre-42/data/core/weather/surface/x.bufr4' };
 }
 
-/** As svc-operator writes: the shards (immutable, content-addressed), then the index naming them. */
+/** As svc-operator writes: the shards (immutable, content-addressed), then the snapshot index naming them. */
 async function writeShards(client: ConfigMapClient, g: Generation): Promise<void> {
   for (const s of g.shards) {
     await client.apply({ metadata: { name: shardConfigMapName(DEFAULT_SNAPSHOT_NAME, s.digest), labels: snapshotLabels(DEFAULT_SNAPSHOT_NAME, 'shard') }, immutable: true, data: { [SHARD_KEY]: s.text } });
   }
 }
 
-async function writeIndex(client: ConfigMapClient, g: Generation): Promise<void> {
-  await client.apply({ metadata: { name: DEFAULT_SNAPSHOT_NAME, labels: snapshotLabels(DEFAULT_SNAPSHOT_NAME, 'index') }, data: { [INDEX_KEY]: JSON.stringify(g.index) } });
+async function writeSnapshotIndex(client: ConfigMapClient, g: Generation): Promise<void> {
+  await client.apply({ metadata: { name: DEFAULT_SNAPSHOT_NAME, labels: snapshotLabels(DEFAULT_SNAPSHOT_NAME, 'index') }, data: { [SNAPSHOT_INDEX_KEY]: JSON.stringify(g.snapshotIndex) } });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -213,11 +213,11 @@ interface Figures {
   bad: number;
 }
 
-/** Flips the index to `g` and resolves with the time until svc-auth serves it (or undefined once `stop()` says so). */
+/** Flips the snapshot index to `g` and resolves with the time until svc-auth serves it (or undefined once `stop()` says so). */
 async function flip(auth: Auth, client: ConfigMapClient, g: Generation, stop: () => boolean = () => false): Promise<number | undefined> {
   const at = performance.now();
-  await writeIndex(client, g);
-  await waitUntil(async () => stop() || (await servedGeneration(auth)) === g.index.generation, { what: 'a reload', timeoutMs: 60_000, intervalMs: 5 });
+  await writeSnapshotIndex(client, g);
+  await waitUntil(async () => stop() || (await servedGeneration(auth)) === g.snapshotIndex.generation, { what: 'a reload', timeoutMs: 60_000, intervalMs: 5 });
   return stop() ? undefined : performance.now() - at;
 }
 
@@ -232,10 +232,10 @@ async function memory(auth: Auth): Promise<[rss: number, heap: number]> {
 }
 
 async function round(root: string, kubeconfig: string, namespace: string, client: ConfigMapClient, f: ReturnType<typeof fixture>): Promise<Figures> {
-  await writeIndex(client, f.a);
+  await writeSnapshotIndex(client, f.a);
   const auth = await startAuth(root, kubeconfig, namespace);
   try {
-    await waitUntil(async () => (await servedGeneration(auth)) === f.a.index.generation, { what: 'svc-auth serving generation a', timeoutMs: 120_000, intervalMs: 20 });
+    await waitUntil(async () => (await servedGeneration(auth)) === f.a.snapshotIndex.generation, { what: 'svc-auth serving generation a', timeoutMs: 120_000, intervalMs: 20 });
     const firstLoadMs = (await metric(auth, 'svc_auth_snapshot_load_seconds')) * 1000;
     const [rssLoaded, heapLoaded] = await memory(auth);
     const idle: number[] = [];
@@ -316,7 +316,7 @@ async function main(): Promise<void> {
     const f = fixture();
     await writeShards(client, f.a);
     await writeShards(client, f.b);
-    const changed = f.b.index.shards.filter((s) => !f.a.index.shards.some((t) => t.digest === s.digest)).length;
+    const changed = f.b.snapshotIndex.shards.filter((s) => !f.a.snapshotIndex.shards.some((t) => t.digest === s.digest)).length;
     console.log(`bench:configmap — ${SCOPES.toLocaleString('en')} scopes, ${(SCOPES * TOKENS_PER_SCOPE).toLocaleString('en')} tokens in ${f.a.shards.length} shards (${changed} differ between the two generations); svc-auth of this checkout vs ${commit}, ${ROUNDS} round(s); ${hasTaskset ? 'svc-auth on CPU 0, load on CPU 1' : 'taskset not found: not pinned'}`);
     const base: Figures[] = [];
     const mine: Figures[] = [];

@@ -1,7 +1,7 @@
 // npm run bench:operator — svc-operator on a real control plane (etcd + kube-apiserver from the test harness).
 //
 // For each size (default 1,000 and 10,000 scopes of 10 tokens each, in a fresh namespace):
-//   reconcile    svc-operator starts on the existing objects; time until the index ConfigMap names the expected
+//   reconcile    svc-operator starts on the existing objects; time until the snapshot index ConfigMap names the expected
 //                generation (snapshot published), and until every object's status is written (all reconciled).
 //   propagation  svc-auth (ConfigMap source) serves the snapshot; 100 changes (50 times: grant a new token on a
 //                random scope, then revoke it), each timed from the API write to the first svc-auth answer that
@@ -95,7 +95,7 @@ async function createScopes(kube: Kube, ns: string, n: number): Promise<Protecte
   return objects;
 }
 
-async function indexGeneration(kube: Kube, ns: string): Promise<string | undefined> {
+async function snapshotIndexGeneration(kube: Kube, ns: string): Promise<string | undefined> {
   try {
     const cm = await kube.core.readNamespacedConfigMap({ name: 'svc-auth-snapshot', namespace: ns });
     const idx = parseSnapshotIndex(cm.data?.['index.json'] ?? '');
@@ -159,10 +159,10 @@ async function inProcessDecider(kube: Kube, ns: string): Promise<Decider> {
   const cms = kubeConfigMapClient(kube, ns, 'bench');
   const reader = new SnapshotReader({
     snapshotName: 'svc-auth-snapshot',
-    indexWatch: configMapListWatch(kube, ns, { fieldSelector: 'metadata.name=svc-auth-snapshot' }),
+    snapshotIndexWatch: configMapListWatch(kube, ns, { fieldSelector: 'metadata.name=svc-auth-snapshot' }),
     getConfigMap: (name) => cms.get(name),
     deliver: (s) => {
-      const built = buildIndex(s.index.generation, s.shards.flatMap((shard) => shard.lines));
+      const built = buildIndex(s.snapshotIndex.generation, s.shards.flatMap((shard) => shard.lines));
       if (!built.ok) throw new Error(built.error);
       index = built.value;
     },
@@ -213,7 +213,7 @@ async function runSize(kube: Kube, kubeconfig: string, n: number, watchFloorMs: 
   try {
     await op.started();
     for (;;) {
-      if (!publishedMs && (await indexGeneration(kube, ns)) === expected) publishedMs = performance.now() - started;
+      if (!publishedMs && (await snapshotIndexGeneration(kube, ns)) === expected) publishedMs = performance.now() - started;
       if (publishedMs) {
         const m = await op.metrics().catch(() => undefined);
         if ((m?.get('svc_operator_status_patches_total') ?? 0) >= n) {

@@ -4,7 +4,7 @@
  * (created, with no token, when the scope has none); opening clears the flag on every object of the scope.
  * Tokens are never touched: a scope that still has tokens stays closed, and the answer says so.
  */
-import { closedByFlag, describeState, publicByFlag, scopeKey, stateOf, tokensOf, type Scope } from '../../core/index.js';
+import { closedAside, closedByFlag, describeState, publicByFlag, scopeKey, stateOf, tokensOf, whyClosed, type Scope, type ScopeState } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -36,7 +36,7 @@ async function setClosed(ctx: CommandContext, options: CloseOptions, close: bool
   const now = describeState(state, tokens);
   if (options.output === 'text') {
     const did = result.written.length === 0 ? (close ? 'was already closed (closed: true)' : 'was not closed by closed: true') : close ? 'is closed (closed: true)' : 'no longer says closed: true';
-    const why = !close && state.state === 'Closed' ? (state.by === 'tokens' ? ': it stays closed while it has tokens (remove them with remove-tokens)' : state.by === 'subjects' ? ': it stays closed while it grants subjects (remove them with remove-subject)' : ': it stays closed by default (process execution and stations writes need a token)') : '';
+    const why = close ? '' : staysClosed(state);
     ctx.io.out(`${scopeLabel(scope)} ${did}${why}; now ${now} (${store.where})\n`);
   } else {
     ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: store.where, written: result.written, state: state.state, ...(state.state === 'Closed' ? { closedBy: state.by } : {}), tokens }));
@@ -46,3 +46,9 @@ async function setClosed(ctx: CommandContext, options: CloseOptions, close: bool
 
 export const close = (ctx: CommandContext, options: CloseOptions): Promise<number> => setClosed(ctx, options, true);
 export const open = (ctx: CommandContext, options: CloseOptions): Promise<number> => setClosed(ctx, options, false);
+
+/** Why a scope stays closed once opened, where the counts say it (what to remove); describeState says the rest. */
+function staysClosed(state: ScopeState): string {
+  if (state.state !== 'Closed' || closedAside(state) !== '') return '';
+  return `: it stays closed (${whyClosed(state).reason}; remove them with ${state.by === 'tokens' ? 'remove-tokens' : 'remove-subject'})`;
+}

@@ -1,4 +1,4 @@
-import { buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAs, decideImportedSync, scopeKey, type Decision, type Scope } from '../../core/index.js';
+import { buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAs, decideImportedSync, describeState, scopeKey, type Decision, type Scope } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { followUp, scopeArgs, scopeConfigOf, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
@@ -36,7 +36,7 @@ export function explain(scope: Scope, decision: Decision, addToken = 'svc auth a
     return {
       granted: false,
       outcome: decision.outcome,
-      reason: `${target} is closed by default${via} (Closed, 0 tokens (default)): no token of a scope covering it exists; add one with ${addToken} ${scopeArgs(to)}`,
+      reason: `${target}${via} is ${describeState({ state: 'Closed', by: 'default' }, 0)}: no token of a scope covering it exists; add one with ${addToken} ${scopeArgs(to)}`,
       governing: [scopeKey(to)],
       ...('tokenId' in decision && decision.tokenId !== undefined ? { tokenId: decision.tokenId } : {}),
     };

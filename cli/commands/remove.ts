@@ -4,7 +4,7 @@
  * tokens), and a GitOps repository keeps a file whose diff shows the tokens leaving. Both backends do
  * the same; nothing is ever deleted.
  */
-import { closedByFlag, hashToken, importedIdOf, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, withSpec, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
+import { closedByFlag, hashToken, importedIdOf, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, whyClosed, withSpec, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -75,7 +75,8 @@ export async function removeTokens(ctx: CommandContext, options: RemoveOptions):
   });
   const left = remaining(result.objects);
   const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes);
-  const now = state.state === 'Open' ? 'it is open' : state.by === 'subjects' ? `it stays closed (it grants subjects: ${followUp(ctx, 'show')} lists them)` : state.by === 'flag' ? `it stays closed (closed: true; ${followUp(ctx, 'open')} clears it)` : 'it stays closed by default (nothing executes or writes until a token grants it)';
+  const hint = state.state === 'Closed' && state.by === 'subjects' ? `; ${followUp(ctx, 'show')} lists them` : state.state === 'Closed' && state.by === 'flag' ? `; ${followUp(ctx, 'open')} clears it` : '';
+  const now = state.state === 'Open' ? 'it is open' : `it stays closed (${whyClosed(state).reason}${hint})`;
   const text =
     removed.length === 0
       ? `${scopeLabel(scope)} had no tokens: ${now} (${store.where})`
@@ -104,7 +105,7 @@ export async function removeToken(ctx: CommandContext, tokenArg: string | undefi
   const result = await store.update(scope, removeOneMutation(scope, match, hint));
   const left = remaining(result.objects);
   const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes);
-  const last = state.state === 'Open' ? 'the scope is open now' : state.by === 'subjects' ? 'the scope stays closed (it grants subjects)' : state.by === 'flag' ? 'the scope stays closed (closed: true)' : 'the scope stays closed by default (nothing executes or writes until a token grants it)';
+  const last = state.state === 'Open' ? 'the scope is open now' : `the scope stays closed (${whyClosed(state).reason})`;
   const text =
     left > 0
       ? `Removed token ${match.id} from ${scopeLabel(scope)}: ${left} token${left === 1 ? '' : 's'} remain${left === 1 ? 's' : ''}, it stays closed (${store.where})`

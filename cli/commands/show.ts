@@ -1,6 +1,7 @@
 import {
   buildIndex, closedByFlag, compareScopes, compareStrings, compileSnapshot, DEFAULT_CONFIG, describeState, enforcedState, isExpired, isImportedHash, isPrefixPath, mergeSubjects,
-  publicByFlag, publicRefusal, refusedPathForm, scopeKey, scopeOf, subjectsOf, tokensOf, type AccessIndex, type ClosedBy, type Scope, type ScopeConfig, type ScopeKind, type ScopeState, type Subject, type TokenRecord,
+  publicByFlag, publicRefusal, refusedPathForm, scopeKey, scopeOf, stateLabel, subjectsOf, tokensOf, type AccessIndex, type ClosedBy, type OpenOrClosed, type Scope, type ScopeConfig, type ScopeKind,
+  type ScopeState, type Subject, type TokenRecord,
 } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import type { StoredScope } from '../backends/backend.js';
@@ -26,15 +27,9 @@ interface TokenSummary {
 interface ScopeSummary {
   readonly kind: ScopeKind;
   readonly value: string;
-  /**
-   * Closed while any token record exists (expired ones included: expiry never silently opens data), while
-   * an object says `closed: true`, or, for a path scope, by default; as svc-auth enforces it (core's enforcedState).
-   */
-  readonly state: 'Open' | 'Closed';
-  /**
-   * Why it is closed: tokens, subjects, `closed: true` ("flag"), the default of path scopes, or ("covered") declared
-   * public but covered by the scopes in `governing`, whose grants decide (public never opens what they close).
-   */
+  /** As svc-auth enforces it (core's enforcedState). */
+  readonly state: OpenOrClosed;
+  /** Why it is closed (core's ClosedBy, which whyClosed words); `governing`: the scopes covering a public one. */
   readonly closedBy?: ClosedBy;
   readonly governing?: readonly string[];
   /** Why svc-auth does not read the path as written (a refused form, or public where public is refused). */
@@ -187,7 +182,7 @@ function renderTable(summaries: readonly ScopeSummary[]): string {
   const withSubjects = summaries.some((s) => s.subjects.length > 0);
   const rows: string[][] = [];
   for (const s of summaries) {
-    const head = [s.kind, s.value, stateCell(s), String(s.tokenCount), ...(withSubjects ? [s.subjects.map(subjectCell).join(',') || '-'] : [])];
+    const head = [s.kind, s.value, stateLabel(summaryState(s)), String(s.tokenCount), ...(withSubjects ? [s.subjects.map(subjectCell).join(',') || '-'] : [])];
     const blank = head.map(() => '');
     if (s.tokens.length === 0) rows.push([...head, '-', '-', '-', '-']);
     s.tokens.forEach((t, i) => rows.push([...(i === 0 ? head : blank), t.imported ? `${t.id} (imported)` : t.id, t.createdAt, expiryCell(t), t.description ?? '-']));
@@ -206,11 +201,6 @@ export function summaryState(s: ScopeSummary): ScopeState {
   return { state: 'Closed', by: s.closedBy ?? 'tokens', ...(s.governing ? { governing: s.governing } : {}) };
 }
 
-/** `Closed`, `Closed (default)`, `Closed (closed: true)`, `Closed (covered)`, `Open` (closed by subjects reads `Closed`). */
-function stateCell(s: ScopeSummary): string {
-  if (s.public) return 'Open (public)';
-  return s.closedBy === 'default' ? 'Closed (default)' : s.closedBy === 'flag' ? 'Closed (closed: true)' : s.closedBy === 'covered' ? 'Closed (covered)' : s.state;
-}
 
 function renderText(summaries: readonly ScopeSummary[]): string {
   const blocks = summaries.map((s) => {

@@ -14,7 +14,7 @@ describe('shards', () => {
   it('property: concatenation equals the lines; each shard ≤ maxBytes unless a single line is bigger; refs are right', () => {
     fc.assert(
       fc.property(snapshotArb, fc.integer({ min: 1, max: 1500 }), (s, maxBytes) => {
-        const { index, shards } = shardSnapshot(s, maxBytes);
+        const { snapshotIndex, shards } = shardSnapshot(s, maxBytes);
         expect(shards.map((x) => x.text).join('')).toBe(concat(s));
         for (const shard of shards) {
           expect(shard.bytes).toBe(Buffer.byteLength(shard.text));
@@ -28,7 +28,7 @@ describe('shards', () => {
           const firstLineOfNext = shards[i + 1]!.text.slice(0, shards[i + 1]!.text.indexOf('\n') + 1);
           expect(shards[i]!.bytes + Buffer.byteLength(firstLineOfNext)).toBeGreaterThan(maxBytes);
         }
-        expect(index).toEqual({
+        expect(snapshotIndex).toEqual({
           apiVersion: API_GROUP_VERSION,
           kind: 'SnapshotIndex',
           generation: s.generation,
@@ -36,15 +36,15 @@ describe('shards', () => {
           tokens: s.tokenCount,
           shards: shards.map(({ digest, scopes, bytes }) => ({ digest, scopes, bytes })),
         });
-        // Every shard verifies, and the assembled lines verify against the index.
+        // Every shard verifies, and the assembled lines verify against the snapshot index.
         const assembled: string[] = [];
         for (const [i, shard] of shards.entries()) {
-          const r = verifyShard(index.shards[i]!, shard.text);
+          const r = verifyShard(snapshotIndex.shards[i]!, shard.text);
           expect(r.ok).toBe(true);
           if (r.ok) assembled.push(...r.value);
         }
         expect(assembled).toEqual(s.lines);
-        expect(verifyAssembled(index, assembled)).toEqual({ ok: true, value: true });
+        expect(verifyAssembled(snapshotIndex, assembled)).toEqual({ ok: true, value: true });
       }),
     );
   });
@@ -53,7 +53,7 @@ describe('shards', () => {
     expect(shardSnapshot(s, 1 << 20).shards).toHaveLength(1);
     const empty = shardSnapshot(compileSnapshot([]), 100);
     expect(empty.shards).toEqual([]);
-    expect(verifyAssembled(empty.index, [])).toEqual({ ok: true, value: true });
+    expect(verifyAssembled(empty.snapshotIndex, [])).toEqual({ ok: true, value: true });
   });
   it('a line larger than the limit gets a shard of its own', () => {
     const big = obj(topic('a'), Array.from({ length: 20 }, (_, i) => rec(H(`big-${i}`))));
@@ -67,53 +67,53 @@ describe('shards', () => {
   const many = () => compileSnapshot(Array.from({ length: 12 }, (_, i) => obj(topic(`t${i}`), [rec(H(`m${i}`))])));
 
   it('verifyShard catches any flipped byte', () => {
-    const { index, shards } = shardSnapshot(many(), 400);
+    const { snapshotIndex, shards } = shardSnapshot(many(), 400);
     const text = shards[0]!.text;
     for (let pos = 0; pos < text.length; pos++) {
       const flipped = text.slice(0, pos) + String.fromCharCode(text.charCodeAt(pos) ^ 0x01) + text.slice(pos + 1);
-      expect(verifyShard(index.shards[0]!, flipped).ok).toBe(false);
+      expect(verifyShard(snapshotIndex.shards[0]!, flipped).ok).toBe(false);
     }
   });
   it('verifyShard catches a shard given for another ref, a missing trailing newline and a wrong scope count', () => {
-    const { index, shards } = shardSnapshot(many(), 400);
+    const { snapshotIndex, shards } = shardSnapshot(many(), 400);
     expect(shards.length).toBeGreaterThan(2);
-    expect(verifyShard(index.shards[0]!, shards[1]!.text).ok).toBe(false);
+    expect(verifyShard(snapshotIndex.shards[0]!, shards[1]!.text).ok).toBe(false);
     const cut = shards[0]!.text.slice(0, -1);
-    expect(verifyShard({ ...index.shards[0]!, digest: sha256(cut) }, cut).ok).toBe(false);
-    expect(verifyShard({ ...index.shards[0]!, scopes: index.shards[0]!.scopes + 1 }, shards[0]!.text).ok).toBe(false);
+    expect(verifyShard({ ...snapshotIndex.shards[0]!, digest: sha256(cut) }, cut).ok).toBe(false);
+    expect(verifyShard({ ...snapshotIndex.shards[0]!, scopes: snapshotIndex.shards[0]!.scopes + 1 }, shards[0]!.text).ok).toBe(false);
   });
   it('verifyAssembled catches a missing shard, reordered shards and a duplicated shard', () => {
-    const { index, shards } = shardSnapshot(many(), 400);
+    const { snapshotIndex, shards } = shardSnapshot(many(), 400);
     const lines = shards.map((x) => x.text.split('\n').slice(0, -1));
     expect(lines.length).toBeGreaterThan(2);
-    expect(verifyAssembled(index, lines.flat()).ok).toBe(true);
-    expect(verifyAssembled(index, lines.slice(1).flat()).ok).toBe(false);
-    expect(verifyAssembled(index, lines.slice(0, -1).flat()).ok).toBe(false);
-    expect(verifyAssembled(index, [lines[1]!, lines[0]!, ...lines.slice(2)].flat()).ok).toBe(false);
-    expect(verifyAssembled(index, [lines[0]!, lines[0]!, ...lines.slice(2)].flat()).ok).toBe(false);
+    expect(verifyAssembled(snapshotIndex, lines.flat()).ok).toBe(true);
+    expect(verifyAssembled(snapshotIndex, lines.slice(1).flat()).ok).toBe(false);
+    expect(verifyAssembled(snapshotIndex, lines.slice(0, -1).flat()).ok).toBe(false);
+    expect(verifyAssembled(snapshotIndex, [lines[1]!, lines[0]!, ...lines.slice(2)].flat()).ok).toBe(false);
+    expect(verifyAssembled(snapshotIndex, [lines[0]!, lines[0]!, ...lines.slice(2)].flat()).ok).toBe(false);
   });
   it('verifyAssembledSteps: the verdict of verifyAssembled over the lines split by shard, a pause every 16 lines', () => {
     const lines = Array.from({ length: 40 }, (_, i) => `line ${i}`);
-    const index = { ...shardSnapshot(compileSnapshot([]), 400).index, generation: generationOf(lines), scopes: lines.length };
+    const snapshotIndex = { ...shardSnapshot(compileSnapshot([]), 400).snapshotIndex, generation: generationOf(lines), scopes: lines.length };
     for (const [cut, swap] of [[0, false], [7, false], [16, false], [39, false], [7, true]] as const) {
       const shards = swap ? [lines.slice(cut), lines.slice(0, cut)] : [lines.slice(0, cut), lines.slice(cut)];
-      const steps = verifyAssembledSteps(index, shards);
+      const steps = verifyAssembledSteps(snapshotIndex, shards);
       let pauses = 0;
       let step = steps.next();
       for (; !step.done; step = steps.next()) pauses++;
-      expect(step.value).toEqual(verifyAssembled(index, shards.flat()));
+      expect(step.value).toEqual(verifyAssembled(snapshotIndex, shards.flat()));
       expect(step.value.ok).toBe(!swap);
       expect(pauses).toBe(2);
     }
-    expect(verifyAssembledSteps(index, [lines.slice(1)]).next()).toEqual({ done: true, value: { ok: false, error: 'the shards hold 39 scopes, the index says 40' } });
+    expect(verifyAssembledSteps(snapshotIndex, [lines.slice(1)]).next()).toEqual({ done: true, value: { ok: false, error: 'the shards hold 39 scopes, the snapshot index says 40' } });
   });
-  it('parseSnapshotIndex round-trips and refuses what is not an index', () => {
-    const { index } = shardSnapshot(many(), 400);
-    expect(parseSnapshotIndex(JSON.stringify(index))).toEqual({ ok: true, value: index });
+  it('parseSnapshotIndex round-trips and refuses what is not a snapshot index', () => {
+    const { snapshotIndex } = shardSnapshot(many(), 400);
+    expect(parseSnapshotIndex(JSON.stringify(snapshotIndex))).toEqual({ ok: true, value: snapshotIndex });
     expect(parseSnapshotIndex('{').ok).toBe(false);
     expect(parseSnapshotIndex('null').ok).toBe(false);
-    expect(parseSnapshotIndex(JSON.stringify({ ...index, kind: 'Snapshot' })).ok).toBe(false);
-    expect(parseSnapshotIndex(JSON.stringify({ ...index, shards: {} })).ok).toBe(false);
-    expect(parseSnapshotIndex(JSON.stringify({ ...index, generation: 1 })).ok).toBe(false);
+    expect(parseSnapshotIndex(JSON.stringify({ ...snapshotIndex, kind: 'Snapshot' })).ok).toBe(false);
+    expect(parseSnapshotIndex(JSON.stringify({ ...snapshotIndex, shards: {} })).ok).toBe(false);
+    expect(parseSnapshotIndex(JSON.stringify({ ...snapshotIndex, generation: 1 })).ok).toBe(false);
   });
 });

@@ -31,7 +31,7 @@ export interface Shard extends ShardRef {
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 /** Splits a snapshot into shards of whole lines, each at most maxBytes (a single larger line gets its own shard). */
-export function shardSnapshot(s: Snapshot, maxBytes: number): { index: SnapshotIndex; shards: Shard[] } {
+export function shardSnapshot(s: Snapshot, maxBytes: number): { snapshotIndex: SnapshotIndex; shards: Shard[] } {
   const shards: Shard[] = [];
   let current: string[] = [];
   let size = 0;
@@ -50,7 +50,7 @@ export function shardSnapshot(s: Snapshot, maxBytes: number): { index: SnapshotI
     size += bytes;
   }
   flush();
-  const index: SnapshotIndex = {
+  const snapshotIndex: SnapshotIndex = {
     apiVersion: API_GROUP_VERSION,
     kind: 'SnapshotIndex',
     generation: s.generation,
@@ -58,34 +58,35 @@ export function shardSnapshot(s: Snapshot, maxBytes: number): { index: SnapshotI
     tokens: s.tokenCount,
     shards: shards.map(({ digest, scopes, bytes }) => ({ digest, scopes, bytes })),
   };
-  return { index, shards };
+  return { snapshotIndex, shards };
 }
 
 export function parseSnapshotIndex(text: string): Result<SnapshotIndex> {
-  let index: SnapshotIndex;
+  let snapshotIndex: SnapshotIndex;
   try {
-    index = JSON.parse(text) as SnapshotIndex;
+    snapshotIndex = JSON.parse(text) as SnapshotIndex;
   } catch {
     return err('the snapshot index is not JSON');
   }
-  if (index?.kind !== 'SnapshotIndex' || index.apiVersion !== API_GROUP_VERSION || !Array.isArray(index.shards) || typeof index.generation !== 'string') {
+  if (snapshotIndex?.kind !== 'SnapshotIndex' || snapshotIndex.apiVersion !== API_GROUP_VERSION || !Array.isArray(snapshotIndex.shards) ||
+    typeof snapshotIndex.generation !== 'string') {
     return err(`not a ${API_GROUP_VERSION} SnapshotIndex`);
   }
-  return ok(index);
+  return ok(snapshotIndex);
 }
 
-/** Verifies a shard's text against the digest the index names for it; returns its lines. */
+/** Verifies a shard's text against the digest the snapshot index names for it; returns its lines. */
 export function verifyShard(ref: ShardRef, text: string): Result<string[]> {
   if (sha256(text) !== ref.digest) return err(`shard ${ref.digest.slice(0, 16)} does not match its digest`);
   const lines = text.split('\n');
   if (lines.pop() !== '') return err(`shard ${ref.digest.slice(0, 16)} does not end with a newline`);
-  if (lines.length !== ref.scopes) return err(`shard ${ref.digest.slice(0, 16)} has ${lines.length} scopes, the index says ${ref.scopes}`);
+  if (lines.length !== ref.scopes) return err(`shard ${ref.digest.slice(0, 16)} has ${lines.length} scopes, the snapshot index says ${ref.scopes}`);
   return ok(lines);
 }
 
-/** Verifies the assembled shards against the index's generation (the shards in index order). */
-export function verifyAssembled(index: SnapshotIndex, lines: readonly string[]): Result<true> {
-  const steps = verifyAssembledSteps(index, [lines]);
+/** Verifies the assembled shards against the snapshot index's generation (the shards in its order). */
+export function verifyAssembled(snapshotIndex: SnapshotIndex, lines: readonly string[]): Result<true> {
+  const steps = verifyAssembledSteps(snapshotIndex, [lines]);
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
@@ -93,12 +94,12 @@ export function verifyAssembled(index: SnapshotIndex, lines: readonly string[]):
 }
 
 /**
- * verifyAssembled a few lines at a time, over each shard's lines in index order, for a caller that yields to its
- * event loop between steps (hashing 10 MB of lines holds it for ~25 ms otherwise).
+ * verifyAssembled a few lines at a time, over each shard's lines in the snapshot index's order, for a caller that
+ * yields to its event loop between steps (hashing 10 MB of lines holds it for ~25 ms otherwise).
  */
-export function* verifyAssembledSteps(index: SnapshotIndex, shards: readonly (readonly string[])[]): Generator<void, Result<true>, void> {
+export function* verifyAssembledSteps(snapshotIndex: SnapshotIndex, shards: readonly (readonly string[])[]): Generator<void, Result<true>, void> {
   const count = shards.reduce((n, lines) => n + lines.length, 0);
-  if (count !== index.scopes) return err(`the shards hold ${count} scopes, the index says ${index.scopes}`);
+  if (count !== snapshotIndex.scopes) return err(`the shards hold ${count} scopes, the snapshot index says ${snapshotIndex.scopes}`);
   const generation = new GenerationHash();
   let n = 0;
   for (const lines of shards) {
@@ -107,6 +108,6 @@ export function* verifyAssembledSteps(index: SnapshotIndex, shards: readonly (re
       if ((++n & 15) === 0) yield;
     }
   }
-  if (generation.digest() !== index.generation) return err('the shards do not add up to the index generation');
+  if (generation.digest() !== snapshotIndex.generation) return err("the shards do not add up to the snapshot index's generation");
   return ok(true);
 }

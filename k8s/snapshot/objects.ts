@@ -10,7 +10,7 @@ export const SNAPSHOT_LABEL = 'auth.svc.io/snapshot';
 export const ROLE_LABEL = 'auth.svc.io/snapshot-role';
 export const DIGEST_ANNOTATION = 'auth.svc.io/digest';
 export const GENERATION_ANNOTATION = 'auth.svc.io/generation';
-export const INDEX_KEY = 'index.json';
+export const SNAPSHOT_INDEX_KEY = 'index.json';
 export const SHARD_KEY = 'shard';
 export const DEFAULT_SNAPSHOT_NAME = 'svc-auth-snapshot';
 /** ~700 KiB: a shard ConfigMap stays well under the 1 MiB object limit with its metadata. */
@@ -27,7 +27,7 @@ export function snapshotLabels(snapshotName: string, role: SnapshotRole): Record
   return { [MANAGED_BY_LABEL]: MANAGED_BY, [SNAPSHOT_LABEL]: snapshotName, [ROLE_LABEL]: role };
 }
 
-/** Selects the index and every shard of one snapshot. */
+/** Selects the snapshot index and every shard of one snapshot. */
 export function snapshotSelector(snapshotName: string): string {
   return `${SNAPSHOT_LABEL}=${snapshotName}`;
 }

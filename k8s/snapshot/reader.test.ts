@@ -2,7 +2,7 @@ import { describe, it, expect, afterEach } from '@jest/globals';
 import { compileSnapshot, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope, type Shard, type SnapshotIndex } from '../../core/index.js';
 import type { ConfigMapObject } from '../configmaps.js';
 import { FakeApi, FakeStore } from '../fake.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from './objects.js';
+import { SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from './objects.js';
 import { SnapshotReader, type VerifiedSnapshot } from './reader.js';
 import { sleep, poll as until } from '../../test/support/wait.js';
 
@@ -18,13 +18,13 @@ function scopes(n: number, salt = ''): ProtectedScope[] {
   });
 }
 
-/** Writes a snapshot the way svc-operator does (shards, then index) straight into the fake store. */
-function publish(store: FakeStore<ConfigMapObject>, snap: { index: SnapshotIndex; shards: Shard[] }, opts: { skipShards?: number[]; corrupt?: number } = {}): void {
+/** Writes a snapshot the way svc-operator does (shards, then the snapshot index) straight into the fake store. */
+function publish(store: FakeStore<ConfigMapObject>, snap: { snapshotIndex: SnapshotIndex; shards: Shard[] }, opts: { skipShards?: number[]; corrupt?: number } = {}): void {
   snap.shards.forEach((s, i) => {
     if (opts.skipShards?.includes(i)) return;
     store.put({ metadata: { name: shardConfigMapName('snap', s.digest), labels: snapshotLabels('snap', 'shard') }, immutable: true, data: { [SHARD_KEY]: i === opts.corrupt ? s.text.replace('origin', 'ORIGIN') : s.text } });
   });
-  store.put({ metadata: { name: 'snap', labels: snapshotLabels('snap', 'index') }, data: { [INDEX_KEY]: JSON.stringify(snap.index) } });
+  store.put({ metadata: { name: 'snap', labels: snapshotLabels('snap', 'index') }, data: { [SNAPSHOT_INDEX_KEY]: JSON.stringify(snap.snapshotIndex) } });
 }
 
 const readers: SnapshotReader[] = [];
@@ -39,7 +39,7 @@ function setup() {
   const failures: string[] = [];
   const reader = new SnapshotReader({
     snapshotName: 'snap',
-    indexWatch: store.listWatch((cm) => cm.metadata.name === 'snap'),
+    snapshotIndexWatch: store.listWatch((cm) => cm.metadata.name === 'snap'),
     getConfigMap: async (name) => {
       api.check(`get ${name}`);
       return store.get(name);
@@ -62,10 +62,10 @@ describe('SnapshotReader', () => {
     publish(store, snap);
     await reader.start();
     expect(delivered).toHaveLength(1);
-    expect(delivered[0]!.index.generation).toBe(snap.index.generation);
+    expect(delivered[0]!.snapshotIndex.generation).toBe(snap.snapshotIndex.generation);
     expect(delivered[0]!.shards.flatMap((s) => s.lines)).toHaveLength(50);
     expect(delivered[0]!.fetched).toBe(snap.shards.length);
-    expect(reader.generation).toBe(snap.index.generation);
+    expect(reader.generation).toBe(snap.snapshotIndex.generation);
   });
 
   it('fetches only the shards that changed', async () => {
@@ -78,7 +78,7 @@ describe('SnapshotReader', () => {
     const gets = api.count('get');
     publish(store, changed);
     await until(() => delivered.length === 2);
-    const newShards = changed.index.shards.filter((s) => !many.index.shards.some((m) => m.digest === s.digest)).length;
+    const newShards = changed.snapshotIndex.shards.filter((s) => !many.snapshotIndex.shards.some((m) => m.digest === s.digest)).length;
     expect(newShards).toBeLessThan(changed.shards.length);
     expect(api.count('get') - gets).toBe(newShards);
     expect(delivered[1]!.cached).toBe(changed.shards.length - newShards);
@@ -96,12 +96,12 @@ describe('SnapshotReader', () => {
     await until(() => delivered.length === 2);
     expect(reader.cachedShards).toBe(changed.shards.length);
     // A shard kept from one generation to the next is the very same lines, not a copy.
-    const kept = changed.index.shards.findIndex((r) => first.index.shards.some((f) => f.digest === r.digest));
-    const before = delivered[0]!.shards.find((s) => s.digest === changed.index.shards[kept]!.digest)!;
+    const kept = changed.snapshotIndex.shards.findIndex((r) => first.snapshotIndex.shards.some((f) => f.digest === r.digest));
+    const before = delivered[0]!.shards.find((s) => s.digest === changed.snapshotIndex.shards[kept]!.digest)!;
     expect(delivered[1]!.shards[kept]!.lines).toBe(before.lines);
   });
 
-  it('is not ready (delivers nothing) until the index exists, then loads it', async () => {
+  it('is not ready (delivers nothing) until the snapshot index exists, then loads it', async () => {
     const { store, reader, delivered, failures } = setup();
     await reader.start();
     expect(delivered).toHaveLength(0);
@@ -119,16 +119,16 @@ describe('SnapshotReader', () => {
     publish(store, next, { corrupt: next.shards.length - 1 });
     await until(() => failures.some((f) => /does not match its digest/.test(f)));
     expect(delivered).toHaveLength(1);
-    expect(reader.generation).toBe(good.index.generation);
+    expect(reader.generation).toBe(good.snapshotIndex.generation);
     // A shard missing entirely: also refused, retried.
     const third = shardSnapshot(compileSnapshot(scopes(20, 'y')), 1000);
     publish(store, third, { skipShards: [third.shards.length - 1] });
     await until(() => failures.some((f) => /not found/.test(f)));
-    expect(reader.generation).toBe(good.index.generation);
-    // The operator finishes writing: the retry picks it up without any new index event.
+    expect(reader.generation).toBe(good.snapshotIndex.generation);
+    // The operator finishes writing: the retry picks it up without any new snapshot index event.
     const last = third.shards.at(-1)!;
     store.put({ metadata: { name: shardConfigMapName('snap', last.digest), labels: snapshotLabels('snap', 'shard') }, immutable: true, data: { [SHARD_KEY]: last.text } });
-    await until(() => reader.generation === third.index.generation);
+    await until(() => reader.generation === third.snapshotIndex.generation);
   });
 
   it('keeps the last good generation through an API outage and catches up after', async () => {
@@ -142,7 +142,7 @@ describe('SnapshotReader', () => {
     await sleep(100);
     expect(delivered).toHaveLength(1);
     api.outage = false;
-    await until(() => reader.generation === next.index.generation, 3000, 'catch up');
+    await until(() => reader.generation === next.snapshotIndex.generation, 3000, 'catch up');
     expect(failures.every((f) => !/deleted/.test(f))).toBe(true);
   });
 
@@ -153,13 +153,13 @@ describe('SnapshotReader', () => {
     expect(delivered).toHaveLength(0);
   });
 
-  it('keeps serving when the index is deleted', async () => {
+  it('keeps serving when the snapshot index is deleted', async () => {
     const { store, reader, failures } = setup();
     const snap = shardSnapshot(compileSnapshot(scopes(5)), 1000);
     publish(store, snap);
     await reader.start();
     store.remove('snap');
     await until(() => failures.some((f) => /deleted/.test(f)));
-    expect(reader.generation).toBe(snap.index.generation);
+    expect(reader.generation).toBe(snap.snapshotIndex.generation);
   });
 });

@@ -1,8 +1,8 @@
 /**
- * The reading side of the snapshot ConfigMaps (svc-auth's ConfigMap source): watches the index ConfigMap,
- * fetches every shard the index names by its content-addressed name and verifies it against its digest as it
- * arrives, verifies the whole against the generation, and only then hands the shards' lines over (core's
- * IncrementalIndex parses them, each line once, as it adds it).
+ * The reading side of the snapshot ConfigMaps (svc-auth's ConfigMap source): watches the snapshot index ConfigMap,
+ * fetches every shard it names by its content-addressed name and verifies it against its digest as it arrives,
+ * verifies the whole against the generation, and only then hands the shards' lines over (core's IncrementalIndex
+ * parses them, each line once, as it adds it).
  *
  * One cache, by digest, holds each verified shard's lines once: the shards of the generation delivered (every
  * later generation that keeps a shard is verified over its lines) and those fetched since. So a change that touches
@@ -17,12 +17,12 @@ import { SerialRunner } from '../../lib/serial-runner.js';
 import { SliceClock } from '../../lib/time-slice.js';
 import type { ConfigMapObject } from '../configmaps.js';
 import { describeError } from '../errors.js';
-import { ResilientInformer, type InformerOptions, type ListWatchSource } from '../informer.js';
-import { INDEX_KEY, SHARD_KEY, shardConfigMapName } from './objects.js';
+import { ResilientInformer, type InformerOptions, type ListWatch } from '../informer.js';
+import { SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName } from './objects.js';
 
 export interface VerifiedSnapshot {
-  readonly index: SnapshotIndex;
-  /** Each shard's verified lines, in index order (index.shards[i] ↔ shards[i]). */
+  readonly snapshotIndex: SnapshotIndex;
+  /** Each shard's verified lines, in the snapshot index's order (snapshotIndex.shards[i] ↔ shards[i]). */
   readonly shards: readonly ShardLines[];
   /** Shards fetched for this generation (the rest came from the cache). */
   readonly fetched: number;
@@ -31,14 +31,14 @@ export interface VerifiedSnapshot {
 
 interface SnapshotReaderOptions {
   readonly snapshotName: string;
-  /** A list-watch of the index ConfigMap (a field selector on its name). */
-  readonly indexWatch: ListWatchSource<ConfigMapObject>;
+  /** A list-watch of the snapshot index ConfigMap (a field selector on its name). */
+  readonly snapshotIndexWatch: ListWatch<ConfigMapObject>;
   readonly getConfigMap: (name: string) => Promise<ConfigMapObject | undefined>;
   /** Builds and swaps; a throw counts as a failed load (the reader retries). */
   readonly deliver: (snapshot: VerifiedSnapshot, startedMs: number) => Promise<void> | void;
   readonly onFailure: (message: string) => void;
   readonly onWatchError?: (err: unknown) => void;
-  /** After each successful (re)list of the index: the API server is reachable. */
+  /** After each successful (re)list of the snapshot index: the API server is reachable. */
   readonly onSynced?: () => void;
   readonly concurrency?: number;
   readonly retryInitialMs?: number;
@@ -61,7 +61,7 @@ export class SnapshotReader {
 
   constructor(private readonly opts: SnapshotReaderOptions) {
     this.informer = new ResilientInformer<ConfigMapObject>(
-      opts.indexWatch,
+      opts.snapshotIndexWatch,
       {
         onAdd: () => this.trigger(),
         onUpdate: () => this.trigger(),
@@ -70,8 +70,8 @@ export class SnapshotReader {
           this.trigger();
         },
         onDelete: () => {
-          // Keep serving what we have: a deleted index is an operator problem, never a reason to open up.
-          if (!this.informer.list().some((cm) => cm.metadata.name === opts.snapshotName)) opts.onFailure(`index ConfigMap ${opts.snapshotName} was deleted; keeping generation ${short(this.delivered)}`);
+          // Keep serving what we have: a deleted snapshot index is an operator problem, never a reason to open up.
+          if (!this.informer.list().some((cm) => cm.metadata.name === opts.snapshotName)) opts.onFailure(`snapshot index ConfigMap ${opts.snapshotName} was deleted; keeping generation ${short(this.delivered)}`);
         },
         onError: (e) => {
           opts.onWatchError?.(e);
@@ -129,29 +129,29 @@ export class SnapshotReader {
     this.retryTimer = setTimeout(() => this.trigger(), delay);
   }
 
-  /** One load: read the index, fetch and verify the shards it lacks, verify the whole, deliver it. */
+  /** One load: read the snapshot index, fetch and verify the shards it lacks, verify the whole, deliver it. */
   private async loadOnce(): Promise<void> {
     const started = performance.now();
     if (!this.informer.synced) return;
-    const read = this.readIndex();
+    const read = this.readSnapshotIndex();
     if (!read.ok) return this.fail(read.error, false);
-    const index = read.value;
-    if (index.generation === this.delivered) {
+    const snapshotIndex = read.value;
+    if (snapshotIndex.generation === this.delivered) {
       this.failures = 0;
       return;
     }
     const clock = new SliceClock(this.opts.sliceMs ?? 0.5);
-    const missing = index.shards.filter((ref) => !this.shards.has(ref.digest));
-    const problem = (await this.fetchShards(index, missing)) ?? (await this.verifyWhole(index, clock));
+    const missing = snapshotIndex.shards.filter((ref) => !this.shards.has(ref.digest));
+    const problem = (await this.fetchShards(snapshotIndex, missing)) ?? (await this.verifyWhole(snapshotIndex, clock));
     if (this.stopped) return;
     if (problem) return this.fail(`${problem}; keeping generation ${short(this.delivered)}`, true);
-    const shards = index.shards.map((ref) => this.shards.get(ref.digest)!);
+    const shards = snapshotIndex.shards.map((ref) => this.shards.get(ref.digest)!);
     try {
-      await this.opts.deliver({ index, shards, fetched: missing.length, cached: index.shards.length - missing.length }, started);
+      await this.opts.deliver({ snapshotIndex, shards, fetched: missing.length, cached: snapshotIndex.shards.length - missing.length }, started);
     } catch (e) {
-      return this.fail(`generation ${short(index.generation)}: ${describeError(e)}; keeping generation ${short(this.delivered)}`, true);
+      return this.fail(`generation ${short(snapshotIndex.generation)}: ${describeError(e)}; keeping generation ${short(this.delivered)}`, true);
     }
-    this.delivered = index.generation;
+    this.delivered = snapshotIndex.generation;
     this.failures = 0;
     // Keep only the shards of the generation now served.
     this.shards.clear();
@@ -159,27 +159,28 @@ export class SnapshotReader {
   }
 
   /** The snapshot index from the informer's cache, or why there is none to load. */
-  private readIndex(): Result<SnapshotIndex> {
+  private readSnapshotIndex(): Result<SnapshotIndex> {
     const { snapshotName } = this.opts;
     const cm = this.informer.list().find((c) => c.metadata.name === snapshotName);
-    if (!cm) return err(`index ConfigMap ${snapshotName} not found${this.delivered ? `; keeping generation ${short(this.delivered)}` : ' (has svc-operator written it yet?)'}`);
-    const text = cm.data?.[INDEX_KEY];
-    if (text === undefined) return err(`index ConfigMap ${snapshotName} has no ${INDEX_KEY}`);
+    if (!cm) return err(`snapshot index ConfigMap ${snapshotName} not found${this.delivered ? `; keeping generation ${short(this.delivered)}` : ' (has svc-operator written it yet?)'}`);
+    const text = cm.data?.[SNAPSHOT_INDEX_KEY];
+    if (text === undefined) return err(`snapshot index ConfigMap ${snapshotName} has no ${SNAPSHOT_INDEX_KEY}`);
     const parsed = parseSnapshotIndex(text);
-    return parsed.ok ? parsed : err(`index ConfigMap ${snapshotName}: ${parsed.error}`);
+    return parsed.ok ? parsed : err(`snapshot index ConfigMap ${snapshotName}: ${parsed.error}`);
   }
 
   /**
    * Fetches the shards the cache lacks, a few at a time, verifying each as it arrives; the first problem, if any.
-   * A missing shard is retried later: the operator writes shards before the index, or one was deleted too early.
+   * A missing shard is retried later: the operator writes shards before the snapshot index, or one was deleted too
+   * early.
    */
-  private async fetchShards(index: SnapshotIndex, missing: readonly ShardRef[]): Promise<string | undefined> {
+  private async fetchShards(snapshotIndex: SnapshotIndex, missing: readonly ShardRef[]): Promise<string | undefined> {
     let next = 0;
     let problem: string | undefined;
     const worker = async () => {
       while (next < missing.length && !problem && !this.stopped) {
         const ref = missing[next++]!;
-        const shard = await this.fetchShard(index, ref);
+        const shard = await this.fetchShard(snapshotIndex, ref);
         if (!shard.ok) {
           problem ??= shard.error;
           return;
@@ -192,7 +193,7 @@ export class SnapshotReader {
   }
 
   /** One shard: fetched by its name, verified against its digest. */
-  private async fetchShard(index: SnapshotIndex, ref: ShardRef): Promise<Result<ShardLines>> {
+  private async fetchShard(snapshotIndex: SnapshotIndex, ref: ShardRef): Promise<Result<ShardLines>> {
     const name = shardConfigMapName(this.opts.snapshotName, ref.digest);
     let shard: ConfigMapObject | undefined;
     try {
@@ -200,17 +201,17 @@ export class SnapshotReader {
     } catch (e) {
       return err(`shard ConfigMap ${name}: ${describeError(e)}`);
     }
-    if (!shard) return err(`shard ConfigMap ${name} of generation ${short(index.generation)} not found`);
+    if (!shard) return err(`shard ConfigMap ${name} of generation ${short(snapshotIndex.generation)} not found`);
     const lines = verifyShard(ref, shard.data?.[SHARD_KEY] ?? '');
     return lines.ok ? ok({ digest: ref.digest, lines: lines.value }) : err(`shard ConfigMap ${name}: ${lines.error}`);
   }
 
-  /** The generation over every shard's lines in index order, a slice at a time; the problem, if any. */
-  private async verifyWhole(index: SnapshotIndex, clock: SliceClock): Promise<string | undefined> {
-    const steps = verifyAssembledSteps(index, index.shards.map((ref) => this.shards.get(ref.digest)!.lines));
+  /** The generation over every shard's lines in the snapshot index's order, a slice at a time; the problem, if any. */
+  private async verifyWhole(snapshotIndex: SnapshotIndex, clock: SliceClock): Promise<string | undefined> {
+    const steps = verifyAssembledSteps(snapshotIndex, snapshotIndex.shards.map((ref) => this.shards.get(ref.digest)!.lines));
     for (;;) {
       const step = steps.next();
-      if (step.done) return step.value.ok ? undefined : `generation ${short(index.generation)}: ${step.value.error}`;
+      if (step.done) return step.value.ok ? undefined : `generation ${short(snapshotIndex.generation)}: ${step.value.error}`;
       await clock.pause();
       if (this.stopped) return 'stopped';
     }

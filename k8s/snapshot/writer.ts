@@ -1,9 +1,9 @@
 /**
  * The writing side of the snapshot ConfigMaps (svc-operator's; reader.ts is svc-auth's, objects.ts the names and
- * labels both use). Writes a compiled snapshot as ConfigMaps: immutable content-addressed shards first, the index (naming the
- * generation and each shard's digest) last, so a reader that follows the index always finds every shard it
- * names. Writes nothing that is already there (a restart with no change writes nothing new). Shards no index
- * names any more are deleted after a grace period, so a reader still loading the previous generation finds
+ * labels both use). Writes a compiled snapshot as ConfigMaps: immutable content-addressed shards first, the snapshot
+ * index (naming the generation and each shard's digest) last, so a reader that follows the snapshot index always finds
+ * every shard it names. Writes nothing that is already there (a restart with no change writes nothing new). Shards no
+ * snapshot index names any more are deleted after a grace period, so a reader still loading the previous generation finds
  * its shards; owner references are not relied on (no garbage collector in the test control plane).
  */
 import type { Shard, SnapshotIndex } from '../../core/index.js';
@@ -11,7 +11,7 @@ import type { ConfigMapClient, ConfigMapObject } from '../configmaps.js';
 import {
   DIGEST_ANNOTATION,
   GENERATION_ANNOTATION,
-  INDEX_KEY,
+  SNAPSHOT_INDEX_KEY,
   ROLE_LABEL,
   SHARD_KEY,
   SNAPSHOT_LABEL,
@@ -39,7 +39,7 @@ interface SnapshotWriterOptions {
 
 interface WriteOutcome {
   readonly shardsWritten: number;
-  readonly indexWritten: boolean;
+  readonly snapshotIndexWritten: boolean;
   readonly deleted: number;
   /** When the next stale shard's grace period ends. */
   readonly nextCleanupAtMs?: number;
@@ -49,7 +49,7 @@ export class SnapshotWriter {
   /** Shards written by us that the informer may not have shown yet: name → digest. */
   private readonly written = new Map<string, string>();
   private readonly staleSince = new Map<string, number>();
-  private lastIndexText: string | undefined;
+  private lastSnapshotIndexText: string | undefined;
   private wanted = new Set<string>();
   private readonly now: () => number;
 
@@ -57,9 +57,9 @@ export class SnapshotWriter {
     this.now = opts.now ?? Date.now;
   }
 
-  /** The index text last written or found current; the operator ignores the informer's echo of it. */
-  get currentIndexText(): string | undefined {
-    return this.lastIndexText;
+  /** The snapshot index text last written or found current; the operator ignores the informer's echo of it. */
+  get currentSnapshotIndexText(): string | undefined {
+    return this.lastSnapshotIndexText;
   }
 
   /** Whether a shard name is part of the snapshot last written. */
@@ -70,18 +70,18 @@ export class SnapshotWriter {
   /** The informer saw one of our ConfigMaps deleted: the next write must not assume it exists. */
   noteDeleted(name: string): void {
     this.written.delete(name);
-    if (name === this.opts.snapshotName) this.lastIndexText = undefined;
+    if (name === this.opts.snapshotName) this.lastSnapshotIndexText = undefined;
   }
 
-  /** Writes what differs, in the order that keeps readers whole: shards, then the index, then stale shards go. */
-  async write(index: SnapshotIndex, shards: readonly Shard[]): Promise<WriteOutcome> {
+  /** Writes what differs, in the order that keeps readers whole: shards, then the snapshot index, then stale shards go. */
+  async write(snapshotIndex: SnapshotIndex, shards: readonly Shard[]): Promise<WriteOutcome> {
     const cached = new Map(this.opts.cache().map((cm) => [cm.metadata.name, cm]));
     this.wanted = new Set(shards.map((s) => shardConfigMapName(this.opts.snapshotName, s.digest)));
-    const shardsWritten = await this.writeShards(index, shards, cached);
-    const indexWritten = await this.writeIndex(index, cached.get(this.opts.snapshotName));
+    const shardsWritten = await this.writeShards(snapshotIndex, shards, cached);
+    const snapshotIndexWritten = await this.writeSnapshotIndex(snapshotIndex, cached.get(this.opts.snapshotName));
     const { deleted, nextCleanupAtMs } = await this.deleteStaleShards(cached);
     for (const name of [...this.written.keys()]) if (!this.wanted.has(name)) this.written.delete(name);
-    return { shardsWritten, indexWritten, deleted, ...(nextCleanupAtMs !== undefined ? { nextCleanupAtMs } : {}) };
+    return { shardsWritten, snapshotIndexWritten, deleted, ...(nextCleanupAtMs !== undefined ? { nextCleanupAtMs } : {}) };
   }
 
   /** Only the leader writes, and it checks before every single write. */
@@ -90,7 +90,7 @@ export class SnapshotWriter {
   }
 
   /** 1. Shards, a few at a time (each up to ~700 KiB); only those missing or not as written. */
-  private async writeShards(index: SnapshotIndex, shards: readonly Shard[], cached: ReadonlyMap<string, ConfigMapObject>): Promise<number> {
+  private async writeShards(snapshotIndex: SnapshotIndex, shards: readonly Shard[], cached: ReadonlyMap<string, ConfigMapObject>): Promise<number> {
     const { snapshotName, client } = this.opts;
     const todo: { name: string; shard: Shard; replace?: ConfigMapObject }[] = [];
     for (const shard of shards) {
@@ -114,7 +114,7 @@ export class SnapshotWriter {
         metadata: {
           name,
           labels: snapshotLabels(snapshotName, 'shard'),
-          annotations: { [DIGEST_ANNOTATION]: shard.digest, [GENERATION_ANNOTATION]: index.generation },
+          annotations: { [DIGEST_ANNOTATION]: shard.digest, [GENERATION_ANNOTATION]: snapshotIndex.generation },
         },
         immutable: true,
         data: { [SHARD_KEY]: shard.text },
@@ -126,29 +126,29 @@ export class SnapshotWriter {
     return shardsWritten;
   }
 
-  /** 2. The index, last, unless the one in place already says the same. */
-  private async writeIndex(index: SnapshotIndex, current: ConfigMapObject | undefined): Promise<boolean> {
+  /** 2. The snapshot index, last, unless the one in place already says the same. */
+  private async writeSnapshotIndex(snapshotIndex: SnapshotIndex, current: ConfigMapObject | undefined): Promise<boolean> {
     const { snapshotName } = this.opts;
-    const indexText = JSON.stringify(index);
+    const snapshotIndexText = JSON.stringify(snapshotIndex);
     const labels = snapshotLabels(snapshotName, 'index');
     const upToDate =
-      current?.data?.[INDEX_KEY] === indexText &&
+      current?.data?.[SNAPSHOT_INDEX_KEY] === snapshotIndexText &&
       Object.entries(labels).every(([k, v]) => current.metadata.labels?.[k] === v) &&
-      current.metadata.annotations?.[GENERATION_ANNOTATION] === index.generation;
-    const written = !upToDate && !(this.lastIndexText === indexText && current === undefined);
+      current.metadata.annotations?.[GENERATION_ANNOTATION] === snapshotIndex.generation;
+    const written = !upToDate && !(this.lastSnapshotIndexText === snapshotIndexText && current === undefined);
     if (written) {
       this.guard();
       await this.opts.client.apply({
-        metadata: { name: snapshotName, labels, annotations: { [GENERATION_ANNOTATION]: index.generation } },
-        data: { [INDEX_KEY]: indexText },
+        metadata: { name: snapshotName, labels, annotations: { [GENERATION_ANNOTATION]: snapshotIndex.generation } },
+        data: { [SNAPSHOT_INDEX_KEY]: snapshotIndexText },
       });
       this.opts.onWrite?.('index', snapshotName);
     }
-    this.lastIndexText = indexText;
+    this.lastSnapshotIndexText = snapshotIndexText;
     return written;
   }
 
-  /** 3. Stale shards: labelled for this snapshot, named by no index we wrote; deleted after the grace period. */
+  /** 3. Stale shards: labelled for this snapshot, named by no snapshot index we wrote; deleted after the grace period. */
   private async deleteStaleShards(cached: ReadonlyMap<string, ConfigMapObject>): Promise<{ deleted: number; nextCleanupAtMs?: number }> {
     const { snapshotName, staleGraceMs } = this.opts;
     const now = this.now();

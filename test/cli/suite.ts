@@ -382,8 +382,8 @@ export function runSuite(fixture: BackendFixture): void {
     it('open on a scope with tokens, or on a path scope, says it stays closed and why', async () => {
       expect((await cli(['auth', 'add-token', '--topic-hierarchy', 'a.b', T1])).code).toBe(0);
       expect((await cli(['auth', 'close', '--topic-hierarchy', 'a.b'])).code).toBe(0);
-      expect((await cli(['auth', 'open', '--topic-hierarchy', 'a.b'])).stdout).toMatch(/no longer says closed: true: it stays closed while it has tokens .*now Closed, 1 token/);
-      expect((await cli(['auth', 'open', '--path', 'processes/svc'])).stdout).toMatch(/was not closed by closed: true: it stays closed by default .*now Closed, 0 tokens \(default\)/);
+      expect((await cli(['auth', 'open', '--topic-hierarchy', 'a.b'])).stdout).toMatch(/no longer says closed: true: it stays closed \(it has tokens; remove them with remove-tokens\); now Closed, 1 token/);
+      expect((await cli(['auth', 'open', '--path', 'processes/svc'])).stdout).toMatch(/was not closed by closed: true; now Closed, 0 tokens \(closed by default: nothing executes or writes until a token grants it\)/);
     });
 
     it('-o wcmp2 prints the WCMP2 link security object of a closed scope; an open one has none', async () => {

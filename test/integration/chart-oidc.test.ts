@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { parseArgs } from '../../authz/args.js';
-import { parseAuthenticationConfiguration } from '../../authz/oidc-config.js';
+import { parseAuthenticationConfiguration } from '../../authz/identity/oidc-config.js';
 import { helmBinary, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
 
 interface Pod {

@@ -143,9 +143,9 @@ describeCluster('svc-operator + svc-auth on the control plane', () => {
       await until('embargo Closed', async () => (await status(ns, 'embargo'))?.state === 'Closed');
       expect((await status(ns, 'embargo'))?.conditions?.[0]?.message).toMatch(/^scope Closed \(closed: true\)/);
       await until('stations Closed (default)', async () => (await status(ns, 'stations'))?.state === 'Closed');
-      expect((await status(ns, 'stations'))?.conditions?.[0]?.message).toMatch(/^scope Closed \(default/);
+      expect((await status(ns, 'stations'))?.conditions?.[0]?.message).toMatch(/^scope Closed \(closed by default: /);
       await until('ScopeClosed Events', async () => (await events(ns)).filter((e) => e.reason === 'ScopeClosed').length === 2);
-      expect((await events(ns)).find((e) => e.name === 'embargo')?.note).toMatch(/and closed: true$/);
+      expect((await events(ns)).find((e) => e.name === 'embargo')?.note).toMatch(/ \(closed: true\)$/);
       await until('svc-auth refuses the embargoed topic', async () => (await a.decide(topicFile('origin.embargo'))) === 401);
       // Lifting the embargo opens the topic; a path scope without tokens stays closed by default.
       await updateSpec(kube, ns, 'embargo', () => ({ topicHierarchy: 'origin.embargo', tokens: [] }));

@@ -39,7 +39,7 @@ interface PromtoolFile {
 /** The metric names defined in a source file (prom-client's `name: '...'` and the decision histogram's name). */
 function definedMetrics(): Set<string> {
   const names = new Set<string>();
-  for (const file of ['authz/metrics.ts', 'operator/metrics.ts']) {
+  for (const file of ['authz/telemetry/metrics.ts', 'operator/metrics.ts']) {
     for (const m of readFileSync(join(repoRoot, file), 'utf8').matchAll(/'(svc_(?:auth|operator)_[a-z0-9_]+)'/g)) names.add(m[1]!);
   }
   return names;

@@ -10,7 +10,7 @@
  */
 import { load } from 'js-yaml';
 import { isIP } from 'node:net';
-import { UsageError } from './options.js';
+import { UsageError } from '../options.js';
 
 /** One claim mapped to a name: the name is `prefix` followed by the claim's value. */
 export interface ClaimMapping {

@@ -8,13 +8,13 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { pino } from 'pino';
-import { buildIndex, compileSnapshot, DEFAULT_CONFIG, newProtectedScope, type AccessIndex } from '../core/index.js';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, newProtectedScope, type AccessIndex } from '../../core/index.js';
 import { OidcVerifier, type OidcOptions } from './oidc.js';
 import { issuersFromFlags, type OidcFlags } from './oidc-config.js';
-import { createPki } from '../test/controlplane/pki.js';
-import { poll } from '../test/support/wait.js';
-import { startServer, type RunningServer } from './server.js';
-import type { SnapshotSink, SnapshotSource } from './sources/source.js';
+import { createPki } from '../../test/controlplane/pki.js';
+import { poll } from '../../test/support/wait.js';
+import { startServer, type RunningServer } from '../server.js';
+import type { SnapshotSink, SnapshotSource } from '../sources/source.js';
 
 // The verifier and the JWT path of the server against a provider on 127.0.0.1 serving discovery and a JWKS of
 // keys made here with jose: every rejection case, the kid-flood bound, rotation, and the provider going down.
@@ -540,7 +540,7 @@ describe('JWT at token speed: a JWT verified before is decided in the same pass'
     const s = compileSnapshot([{ ...base, spec: { ...base.spec, subjects: [{ kind: 'Group', name: 'ops' }] } }]);
     const index = buildIndex(s.generation, s.lines);
     if (!index.ok) throw new Error(index.error);
-    const { decide } = await import('../core/index.js');
+    const { decide } = await import('../../core/index.js');
     const config = { ...DEFAULT_CONFIG, oidcIssuers: v.issuers, knownJwt: v.known.bind(v) };
     const jwt = await idp.sign(keys[0]!);
     const req = { method: 'GET', target: TOPIC_FILE, authorization: `Bearer ${jwt}` };

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from './args.js';
+import { parseArgs } from '../args.js';
 import { checkDistinctIdentities, issuersFromFlags, parseAuthenticationConfiguration, type OidcFlags } from './oidc-config.js';
 
 // Which identities an issuer's JWTs name, configured as kube-apiserver is (flags or AuthenticationConfiguration),

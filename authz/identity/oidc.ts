@@ -24,7 +24,7 @@ import { request as httpsRequest } from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
 import type { Logger } from 'pino';
-import type { TokenSource, VerifiedJwt } from '../core/index.js';
+import type { CredentialCarrier, VerifiedJwt } from '../../core/index.js';
 import type { IssuerConfig } from './oidc-config.js';
 
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
@@ -62,7 +62,7 @@ export interface OidcEvents {
 }
 
 /** What svc-auth's handler gets: verification, or "no keys yet" (answered as unavailable, never as a grant). */
-export type VerifyOutcome = Omit<VerifiedJwt & { ok: true }, 'source'> | { readonly ok: false; readonly unavailable?: true; readonly reason: string };
+export type VerifyOutcome = Omit<VerifiedJwt & { ok: true }, 'carrier'> | { readonly ok: false; readonly unavailable?: true; readonly reason: string };
 
 type FetchJson = (url: string, deadline: number) => Promise<unknown>;
 
@@ -154,13 +154,13 @@ class IssuerKeys {
 
 class KeysUnavailable extends Error {}
 
-/** A verification kept for the repeat requests of the same JWT, and its views per credential source. */
+/** A verification kept for the repeat requests of the same JWT, and its views per credential carrier. */
 interface CachedVerification {
   readonly jwt: string;
   readonly keys: IssuerKeys;
   readonly version: number;
   readonly outcome: VerifyOutcome & { ok: true };
-  readonly views: Partial<Record<TokenSource, VerifiedJwt>>;
+  readonly views: Partial<Record<CredentialCarrier, VerifiedJwt>>;
 }
 
 /** The cache's key: the end of the signature, which differs between any two JWTs a provider signs. */
@@ -215,11 +215,11 @@ export class OidcVerifier {
    * A JWT verified before, synchronously (decide's hook: a repeat JWT is decided in the same pass as a token).
    * Only JWTs are ever kept, and every JWT starts with `eyJ` (`{"` encoded), so opaque tokens skip the lookup.
    */
-  known(jwt: string, source: TokenSource): VerifiedJwt | undefined {
+  known(jwt: string, carrier: CredentialCarrier): VerifiedJwt | undefined {
     if (this.verified.size === 0 || !jwt.startsWith('eyJ')) return undefined;
     const hit = this.verified.get(tailOf(jwt));
     if (!hit || hit.jwt !== jwt || hit.version !== hit.keys.version) return undefined;
-    return (hit.views[source] ??= { ...hit.outcome, source });
+    return (hit.views[carrier] ??= { ...hit.outcome, carrier });
   }
 
   async verify(jwt: string, issuer: string): Promise<VerifyOutcome> {

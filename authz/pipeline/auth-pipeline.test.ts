@@ -1,13 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
-import { createHash } from 'node:crypto';
+import { createHash, pbkdf2Sync } from 'node:crypto';
 import fc from 'fast-check';
-import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hashToken, newProtectedScope, scopeKey, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../core/index.js';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, formatImportedHash, hashToken, newProtectedScope, scopeKey, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
 import { createAuthHandler } from './auth-pipeline.js';
-import type { HeadRequest, HeadResponse } from './http-front.js';
-import { createLogger } from './log.js';
-import { AuthMetrics, ENDPOINTS, OUTCOMES, SCOPE_KIND_LABELS } from './metrics.js';
-import { Refusals } from './refusals.js';
-import { TokenUsage } from './token-usage.js';
+import type { HeadRequest, HeadResponse } from '../http/http-front.js';
+import { ImportedTokens } from '../imported/imported-tokens.js';
+import { createLogger } from '../telemetry/log.js';
+import { ENDPOINTS } from '../endpoints/index.js';
+import { AuthMetrics, OUTCOMES, SCOPE_KIND_LABELS } from '../telemetry/metrics.js';
+import { Refusals } from '../telemetry/refusals.js';
+import type { VerifyOutcome } from '../identity/oidc.js';
+import { TokenUsage } from '../telemetry/token-usage.js';
 
 // The decision pipeline driven directly (no sockets): requests in, answers and the refusal summary lines out.
 
@@ -135,5 +138,74 @@ describe('refusal summaries (issue 27 item 4): keyed by what the client cannot m
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('a decision that answers later (issue 28): a JWT\'s verification and an imported hash take one path', () => {
+  const ISSUER = 'https://idp.example.org';
+  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const JWT = `${part({ alg: 'RS256', kid: 'k' })}.${part({ iss: ISSUER, sub: 'alice' })}.c2lnbmF0dXJl`;
+  const IMPORTED = 'wis2box-token-of-the-pipeline-test';
+  const SALT = Buffer.alloc(16, 9);
+  const importedHash = formatImportedHash(1000, SALT, pbkdf2Sync(IMPORTED, SALT, 1000, 32, 'sha256'));
+  const PROCESS = '/oapi/processes/svc/execution';
+
+  /** A pipeline over a closed process path holding an imported record, whose JWT verifications the test settles. */
+  function deferred() {
+    const snapshot = compileSnapshot([newProtectedScope(PROCESSES, 'processes', undefined, [{ id: tokenIdOf(importedHash), hash: importedHash, createdAt: '2026-11-01T00:00:00Z' }])]);
+    const built = buildIndex(snapshot.generation, snapshot.lines);
+    if (!built.ok) throw new Error(built.error);
+    const lines: Record<string, unknown>[] = [];
+    const { logger } = createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+    const verifications: { resolve: (v: VerifyOutcome) => void; reject: (e: Error) => void }[] = [];
+    const verify = (): Promise<VerifyOutcome> => new Promise((resolve, reject) => verifications.push({ resolve, reject }));
+    const handle = createAuthHandler({
+      access: { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]) }, state: { index: built.value, draining: false }, metrics: new AuthMetrics(), logger,
+      cacheMaxAge: 30, usage: new TokenUsage(logger, 0), refusals: new Refusals(logger, { windowMs: 0 }), oidc: { verify },
+      imported: new ImportedTokens({ concurrency: 1, queue: 0, cacheSize: 10 }),
+    });
+    /** Asks forward-auth (its answers tell unavailable, 503, from a refusal); `status` is 0 until answered. */
+    const ask = (credential: string) => {
+      const answer = { status: 0, headers: [] as readonly string[] };
+      let answered!: () => void;
+      const done = new Promise<void>((r) => (answered = r));
+      const res: HeadResponse = {
+        writeHead: (s, h) => Object.assign(answer, { status: s, headers: h }), end: () => answered(), headersSent: false, shouldKeepAlive: true, destroy: () => undefined,
+      };
+      expect(handle({ method: 'GET', url: '/authz/forward-auth', rawHeaders: ['X-Forwarded-Uri', PROCESS, 'X-Forwarded-Method', 'POST', 'Authorization', `Bearer ${credential}`] }, res)).toBe(true);
+      return { answer, done };
+    };
+    return { ask, verifications, lines };
+  }
+
+  it('a JWT is answered only once verified: refused 401, no keys 503 (unavailable), a verifier that throws 503 and logged', async () => {
+    const p = deferred();
+    const asked = [p.ask(JWT), p.ask(JWT), p.ask(JWT)];
+    expect(asked.map((a) => a.answer.status)).toEqual([0, 0, 0]);
+    p.verifications[0]!.resolve({ ok: false, reason: 'signature' });
+    p.verifications[1]!.resolve({ ok: false, unavailable: true, reason: 'no keys' });
+    p.verifications[2]!.reject(new Error('verifier broke'));
+    await Promise.all(asked.map((a) => a.done));
+    expect(asked.map((a) => a.answer.status)).toEqual([401, 503, 503]);
+    expect(p.lines.filter((l) => l.msg === 'internal error while deciding; denied')).toHaveLength(1);
+  });
+
+  it('an imported token: its first use answered later (hash derived), its next use at once (remembered)', async () => {
+    const p = deferred();
+    const first = p.ask(IMPORTED);
+    expect(first.answer.status).toBe(0);
+    await first.done;
+    expect(first.answer.status).toBe(200);
+    expect(first.answer.headers).toContain(tokenIdOf(importedHash));
+    const next = p.ask(IMPORTED);
+    expect(next.answer.status).toBe(200);
+  });
+
+  it('an imported check without a free slot is answered as unavailable (503), never as a grant', async () => {
+    const p = deferred();
+    const busy = p.ask('wis2box-some-wrong-token');
+    const refused = p.ask(IMPORTED);
+    await Promise.all([busy.done, refused.done]);
+    expect([busy.answer.status, refused.answer.status]).toEqual([401, 503]);
   });
 });

@@ -1,9 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
-import type { AccessIndex, IndexedScope, TokenTableBuilder } from '../core/index.js';
-import { LIKELY_PROXIES, type LikelyProxy } from './endpoints/headers.js';
-
-export const ENDPOINTS = ['auth-request', 'authorize', 'forward-auth', 'ext-authz'] as const;
-export type EndpointName = (typeof ENDPOINTS)[number];
+import type { AccessIndex, IndexedScope, TokenTableBuilder } from '../../core/index.js';
+import { ENDPOINTS, LIKELY_PROXIES, type EndpointName, type LikelyProxy } from '../endpoints/index.js';
 
 /** Every answer the auth endpoints give, as a metric label and a log field. */
 export const OUTCOMES = ['open', 'granted', 'no-token', 'invalid-token', 'insufficient-scope', 'malformed', 'unavailable', 'error'] as const;

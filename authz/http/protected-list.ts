@@ -6,7 +6,7 @@
  * configuration), so a harvester polling it costs a string comparison.
  */
 import { createHash } from 'node:crypto';
-import { decideForScopeAnonymous, jobsPath, type AccessConfig, type AccessIndex, type IndexedScope, type TopicNode } from '../core/index.js';
+import { decideForScopeAnonymous, jobsPath, type AccessConfig, type AccessIndex, type IndexedScope, type TopicNode } from '../../core/index.js';
 
 export interface ProtectedList {
   readonly body: string;

@@ -1,7 +1,7 @@
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 import { LogSink } from './log-sink.js';
 
-export { LOG_LEVELS } from '../lib/log-levels.js';
+export { LOG_LEVELS } from '../../lib/log-levels.js';
 export type LogLevel = Level | 'silent';
 
 export interface AuthLogger {

@@ -12,7 +12,7 @@
  *   removing the record revokes it at the next request.
  */
 import { createHmac, pbkdf2, randomBytes, timingSafeEqual } from 'node:crypto';
-import { importedCandidates, type AccessIndex, type ImportedCandidate, type ImportedRecord, type Scope } from '../core/index.js';
+import { importedCandidates, type AccessIndex, type ImportedCandidate, type ImportedRecord, type Scope } from '../../core/index.js';
 
 export interface ImportedTokensOptions {
   /** Requests deriving at once (each checks its candidates one after the other). */

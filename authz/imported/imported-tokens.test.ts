@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { pbkdf2Sync } from 'node:crypto';
-import { buildIndex, compileSnapshot, formatImportedHash, importedCandidates, newProtectedScope, scopeObjectName, tokenIdOf, type ImportedCandidate, type Scope } from '../core/index.js';
+import { buildIndex, compileSnapshot, formatImportedHash, importedCandidates, newProtectedScope, scopeObjectName, tokenIdOf, type ImportedCandidate, type Scope } from '../../core/index.js';
 import { ImportedTokens } from './imported-tokens.js';
 
 const SALT = Buffer.alloc(24, 7);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hashToken, newProtectedScope, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../core/index.js';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hashToken, newProtectedScope, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
 import { renderProtectedList } from './protected-list.js';
 
 const record = (seed: string): TokenRecord => {

@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { request } from 'node:http';
 import { pbkdf2Sync } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatImportedHash, hashToken, newProtectedScope, scopeObjectName, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../core/index.js';
-import { createLogger } from './log.js';
-import { startServer, type RunningServer, type ServerOptions } from './server.js';
-import type { SnapshotSink, SnapshotSource } from './sources/source.js';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatImportedHash, hashToken, newProtectedScope, scopeObjectName, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
+import { createLogger } from '../telemetry/log.js';
+import { startServer, type RunningServer, type ServerOptions } from '../server.js';
+import type { SnapshotSink, SnapshotSource } from '../sources/source.js';
 
 const SALT = Buffer.alloc(24, 5);
 const ITERATIONS = 1000;

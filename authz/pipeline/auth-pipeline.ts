@@ -1,0 +1,162 @@
+/**
+ * The decision pipeline every auth endpoint shares: read the original request through the endpoint's
+ * contract (./endpoints), decide against the index in service, verify a JWT or an imported token's hash when
+ * one must be (the decision then answers later: ./exchange.ts), answer in the proxy's flavour, then record the
+ * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
+ */
+import { decide, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
+import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from '../http/answers.js';
+import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
+import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
+import { decidedLater, decidedNow, type Deciding, type Described, type Exchange } from './exchange.js';
+import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from '../http/http-front.js';
+import { ImportedCheck } from './imported-check.js';
+import type { ImportedTokens } from '../imported/imported-tokens.js';
+import { jwtExpOf, type OidcVerifier } from '../identity/oidc.js';
+import type { ServingState } from './serving-state.js';
+
+/** What the pipeline decides with, and where it records its answers (Books: metrics, logger, usage, refusals). */
+export interface AuthContext extends Books {
+  readonly access: AccessConfig;
+  /** What the endpoints read of the serving state: the index in service (read once per request), draining. */
+  readonly state: Pick<ServingState, 'index' | 'draining'>;
+  /** Longest time, in seconds, an nginx decision cache may keep an allow (X-Accel-Expires). */
+  readonly cacheMaxAge: number;
+  /** The OpenID verifier when issuers are configured; `access.oidcIssuers` names the same issuers. */
+  readonly oidc?: Pick<OidcVerifier, 'verify'>;
+  /** Verifies tokens imported from wis2box-auth (PBKDF2), bounded and remembered; absent: they never grant. */
+  readonly imported?: ImportedTokens;
+}
+
+/** No index in service yet: nothing is allowed. */
+const UNAVAILABLE: Deciding = decidedNow(null);
+const TOO_MANY_HEADER_LINES: Reading = { ok: false, reason: 'too many header lines' };
+
+/**
+ * The hot path: a plain node:http handler placed before the Express app. Returns false for any URL that
+ * is not an auth endpoint, for Express to handle. Nothing here parses a body or builds a URL object.
+ */
+export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: HeadResponse) => boolean {
+  const pipeline = new AuthPipeline(ctx);
+  return (req, res) => pipeline.handle(req, res);
+}
+
+/** One request's path through the pipeline: read, decide (now or later), answer, record. */
+class AuthPipeline {
+  private readonly answers: ReturnType<typeof answerSets>;
+  private readonly books: Bookkeeping;
+  private readonly imported: ImportedCheck | undefined;
+  /** One reused reader: the handler runs to completion before the next request is read. */
+  private readonly headers = new ContractHeaders();
+
+  constructor(private readonly ctx: AuthContext) {
+    this.answers = answerSets(ctx.cacheMaxAge);
+    this.books = new Bookkeeping(ctx);
+    this.imported = ctx.imported && new ImportedCheck(ctx.imported, () => ctx.state.index, ctx.access);
+  }
+
+  handle(req: HeadRequest, res: HeadResponse): boolean {
+    const url = req.url ?? '';
+    const contract = contractFor(url);
+    if (contract === undefined) return false;
+    const x: Exchange = { endpoint: contract.endpoint, answers: this.answers[contract.answers(url)], res, started: performance.now(), at: 0, reading: undefined };
+    if (this.ctx.state.draining) res.shouldKeepAlive = false;
+    try {
+      const d = this.decision(contract, req, x);
+      if (d.kind === 'now') this.respond(x, d.decision);
+      else void this.answerLater(x, d.promise);
+    } catch (e) {
+      this.fail(x, e);
+    }
+    return true;
+  }
+
+  /** The decision on the request, now or (a JWT's signature, an imported token's hash to verify first) later. */
+  private decision(contract: Contract<EndpointName>, req: HeadRequest, x: Exchange): Deciding {
+    const index = this.ctx.state.index;
+    if (index === null) return UNAVAILABLE;
+    x.at = Date.now();
+    const reading = this.read(contract, req);
+    if (!reading.ok) return decidedNow({ outcome: 'malformed', reason: reading.reason });
+    x.reading = reading;
+    if (reading.method !== null && !isToken(reading.method)) return decidedNow({ outcome: 'malformed', reason: 'no valid original method' });
+    const d = decide(index, this.ctx.access, reading, x.at);
+    if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, reading));
+    this.books.decidedInOnePass(d);
+    return this.imported === undefined ? decidedNow(d) : this.imported.check(d, reading, index, x.at);
+  }
+
+  /** The contract's reading of the request; a misdirected proxy is recorded. */
+  private read(contract: Contract<EndpointName>, req: HeadRequest): Reading {
+    // node:http keeps only the first MAX_HEADERS_COUNT header lines: a repeat past them would go unseen.
+    if (req.rawHeaders.length >= 2 * MAX_HEADERS_COUNT) return TOO_MANY_HEADER_LINES;
+    const reading = contract.read(req, this.headers.read(req.rawHeaders));
+    if (!reading.ok && reading.misdirected !== undefined) this.books.misdirected(contract.endpoint, reading.misdirected, reading.reason);
+    return reading;
+  }
+
+  /** Answers once the verification has decided; a verification that fails is an internal error, never a grant. */
+  private async answerLater(x: Exchange, decision: Promise<Decision | null>): Promise<void> {
+    try {
+      const d = await decision;
+      x.at = Date.now();
+      this.respond(x, d);
+    } catch (e) {
+      this.fail(x, e);
+    }
+  }
+
+  /** Answers with the decision (null: unavailable, never a grant), then records it. */
+  private respond(x: Exchange, d: Decision | null): void {
+    if (d === null) sendAnswer(x.res, x.answers.unavailable);
+    else this.answer(x, d);
+    this.books.answered(x, d);
+  }
+
+  /** An internal error: denied (or the connection reset when the answer had begun), logged, counted as an error. */
+  private fail(x: Exchange, e: unknown): void {
+    this.ctx.logger.error({ endpoint: x.endpoint, err: e }, 'internal error while deciding; denied');
+    if (!x.res.headersSent) sendAnswer(x.res, x.answers.unavailable);
+    else x.res.destroy();
+    this.books.failed(x);
+  }
+
+  /**
+   * The JWT path (single sign-on): verify the JWT (signature, issuer, audience, times; keys cached), then decide
+   * again with the result against the index in service *after* verification, so a subject removed meanwhile
+   * does not grant. No keys yet for the issuer: null (unavailable), never a grant; opaque tokens are unaffected.
+   */
+  private async verifiedDecision(pending: VerifyJwt, o: Described): Promise<Decision | null> {
+    if (!this.ctx.oidc) throw new Error('a JWT to verify but no OpenID verifier configured');
+    const v = await this.ctx.oidc.verify(pending.jwt, pending.issuer);
+    const index = this.ctx.state.index;
+    let decision: Decision | null = null;
+    if (index !== null && (v.ok || v.unavailable !== true)) {
+      const verified: VerifiedJwt = v.ok ? { ...v, carrier: pending.carrier } : { ok: false, carrier: pending.carrier };
+      decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, verified }, Date.now());
+    }
+    this.ctx.metrics.jwtDecision(decision === null ? 'unavailable' : outcomeOf(decision), v.ok ? undefined : v.reason);
+    return decision;
+  }
+
+  private answer(x: Exchange, d: Decision): void {
+    const { res, answers: set } = x;
+    switch (d.outcome) {
+      case 'open':
+        return sendAnswer(res, set.open);
+      case 'granted':
+        return sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, x.at);
+      case 'granted-identity':
+        // Granted until exp plus the skew, cacheable only until exp itself.
+        return sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, jwtExpOf(d.expiresAt), x.at);
+      case 'no-token':
+        return sendAnswer(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
+      case 'invalid-token':
+        return sendAnswer(res, set.invalidToken);
+      case 'insufficient-scope':
+        return sendInsufficientScope(res, set, keysOf(d.governing));
+      case 'malformed':
+        return sendAnswer(res, set.malformed);
+    }
+  }
+}
