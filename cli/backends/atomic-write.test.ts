@@ -1,17 +1,11 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { removeDir, tempDir } from '../../test/cli/harness.js';
+import { tempDirsPerTest } from '../../test/support/temp-dirs.js';
 import { CliError } from '../errors.js';
 import { modeOf, writeAllOrNone, writeAtomically, type FileWrite } from './atomic-write.js';
 
-const dirs: string[] = [];
-afterEach(() => dirs.splice(0).forEach(removeDir));
-const fresh = () => {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-};
+const fresh = tempDirsPerTest('svc-cli-');
 const contents = (dir: string) => Object.fromEntries(readdirSync(dir).sort().map((n) => [n, readFileSync(join(dir, n), 'utf8')]));
 
 describe('writeAtomically', () => {

@@ -1,19 +1,13 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { removeDir, tempDir } from '../../test/cli/harness.js';
+import { tempDirsPerTest } from '../../test/support/temp-dirs.js';
 import { sleep } from '../../test/support/wait.js';
 import { CliError } from '../errors.js';
 import { LOCK_FILE, lockDirectory } from './directory-lock.js';
 
-const dirs: string[] = [];
-afterEach(() => dirs.splice(0).forEach(removeDir));
-const fresh = () => {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-};
+const fresh = tempDirsPerTest('svc-cli-');
 const noCheck = () => undefined;
 const lock = (dir: string, timeoutMs = 300, checkDirectory: () => void = noCheck) => lockDirectory(dir, { timeoutMs, checkDirectory });
 const holdBy = (dir: string, pid: number, host = hostname()) => writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid, host, since: '2026-11-21T10:00:00Z' }));

@@ -1,21 +1,16 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { hashToken, newProtectedScope, scopeObjectName, tokenIdOf, type ProtectedScope, type Scope } from '../../core/index.js';
-import { dirState, removeDir, tempDir } from '../../test/cli/harness.js';
+import { dirState } from '../../test/cli/harness.js';
+import { tempDirsPerTest } from '../../test/support/temp-dirs.js';
 import { CliError } from '../errors.js';
 import type { Mutate } from './backend.js';
 import { DirectoryStore } from './directory.js';
 import { LOCK_FILE } from './directory-lock.js';
 
-const dirs: string[] = [];
-afterEach(() => dirs.splice(0).forEach(removeDir));
-const fresh = () => {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-};
+const fresh = tempDirsPerTest('svc-cli-');
 
 const topic: Scope = { kind: 'topic', value: 'a.b' };
 const rec = (token: string) => {
