@@ -19,7 +19,7 @@ const MAX_LOCK_AGE_MS = 10 * 60_000;
 /** Short waits first (an edit holds the lock for milliseconds), spread so waiting invocations do not collide again. */
 const LOCK_BACKOFF = { initialMs: 2, maxMs: 100, jitter: [1, 2] } as const;
 
-export interface LockOptions {
+interface LockOptions {
   /** How long to wait for another invocation's lock before giving up. */
   readonly timeoutMs: number;
   /** Called when the lock cannot be created because the path is missing: throws the store's error for its directory. */
