@@ -1,4 +1,4 @@
-import type { Command, Option } from 'commander';
+import type { CommandUnknownOpts as Command, Option } from '@commander-js/extra-typings';
 
 /**
  * Shell completion generated from the commander tree, so a new command or flag completes without
@@ -292,7 +292,7 @@ ${names.map((n) => `complete -c ${n} -f -a '(${fn}_complete)'`).join('\n')}
  */
 export const DIRECTIVE = { files: 0, noFiles: 4, directories: 16 } as const;
 
-export interface Completion {
+interface Completion {
   /** Candidates starting with the word being completed, each `word` or `word<TAB>description`. */
   readonly candidates: readonly string[];
   readonly directive: (typeof DIRECTIVE)[keyof typeof DIRECTIVE];

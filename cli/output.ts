@@ -1,16 +1,11 @@
 import { dump } from 'js-yaml';
 import { orderedSpec, type ProtectedScope, type ProtectedScopeSpec } from '../core/index.js';
 
-/** `-o` values. `table` is show's default; every other command defaults to `text`. */
-export type Format = 'text' | 'json' | 'yaml' | 'table';
-export const FORMATS = ['text', 'json', 'yaml'] as const;
-export const SHOW_FORMATS = ['table', 'text', 'json', 'yaml'] as const;
-
-export function toJson(value: unknown): string {
+function toJson(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
 
-export function toYaml(value: unknown): string {
+function toYaml(value: unknown): string {
   return dump(value, { lineWidth: -1, noRefs: true, sortKeys: false });
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { repoRoot, svc } from '../test/cli/harness.js';
+import { removeDir, repoRoot, svc, tempDir } from '../test/cli/harness.js';
 
 describe('svc program', () => {
   it.each([
@@ -71,6 +71,22 @@ describe('svc program', () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^error: unknown (command|option) \(not shown, in case it is a token/);
       expect(r.stderr).not.toContain(token.slice(4));
+    }
+  });
+
+  it("the global options reach a command wherever they stand, and each command gets its own options as declared", async () => {
+    const dir = tempDir();
+    try {
+      const before = await svc(['--dir', dir, 'auth', 'close', '--metadata-id', 'urn:wmo:md:x:y', '-o', 'json']);
+      const after = await svc(['auth', 'close', '--topic-hierarchy', 'a.b', '--dir', dir, '-o', 'json', '--open-paths-by-default']);
+      expect([before.code, after.code]).toEqual([0, 0]);
+      expect(JSON.parse(before.stdout)).toMatchObject({ scope: { kind: 'dataset', value: 'urn:wmo:md:x:y' }, state: 'Closed' });
+      expect(JSON.parse(after.stdout)).toMatchObject({ scope: { kind: 'topic', value: 'a.b' }, state: 'Closed' });
+      const shown = await svc(['auth', 'show', '-o', 'json', '--dir', dir]);
+      expect((JSON.parse(shown.stdout) as { scopes: { value: string; closedBy: string }[] }).scopes.filter((s) => s.closedBy === 'flag').map((s) => s.value).sort()).toEqual(['a.b', 'urn:wmo:md:x:y']);
+      expect(await svc(['--dir', dir, 'auth', 'show', '-o', 'csv'])).toMatchObject({ code: 2 });
+    } finally {
+      removeDir(dir);
     }
   });
 

@@ -1,4 +1,4 @@
-import { Argument, Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option, type CommandUnknownOpts, type OptionValues } from '@commander-js/extra-typings';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -104,9 +104,9 @@ function storeFlagsOf(g: GlobalOptions): string {
 }
 
 /** The command's full name as typed, for hints: "svc auth add-token". */
-function commandPath(cmd: Command): string {
+function commandPath(cmd: CommandUnknownOpts): string {
   const names: string[] = [];
-  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  for (let c: CommandUnknownOpts | null = cmd; c; c = c.parent) names.unshift(c.name());
   return names.join(' ');
 }
 
@@ -114,7 +114,7 @@ function commandPath(cmd: Command): string {
  * Commander's own usage errors, as one line that says where to look. An unknown "option" that does not
  * look like one is probably a token starting with "-": it is not echoed.
  */
-function usageLine(message: string, cmd: Command): string {
+function usageLine(message: string, cmd: CommandUnknownOpts): string {
   let line = message.replace(/\s*\n\s*/g, ' ').trim();
   line = line.replace(/unknown option '([^']*)'/, (whole, flag: string) =>
     /^--[a-z][a-z0-9-]{0,40}(=.*)?$/.test(flag) || /^-[A-Za-z]$/.test(flag)
@@ -127,22 +127,27 @@ function usageLine(message: string, cmd: Command): string {
   return `${line} (see ${commandPath(cmd)} --help)\n`;
 }
 
-const scopeOptions = (cmd: Command, what: string) =>
+/** --topic-hierarchy, --metadata-id and --path, typed into the command's options (commander's extra typings). */
+const scopeOptions = <A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, what: string) =>
   cmd
     .option('--topic-hierarchy <topic>', `${what} a topic hierarchy (dotted, or slash form a/b/c)`)
     .option('--metadata-id <urn>', `${what} a dataset by metadata identifier (urn:...)`)
     .option('--path <path>', `${what} a path: processes/<process-id-prefix>, collections/stations, or any other path of the host (wis2downloader)`);
 
-const outputOption = (choices: readonly string[], fallback: string) =>
+const outputOption = <const C extends readonly string[]>(choices: C, fallback: C[number]) =>
   new Option('-o, --output <format>', 'output format').choices(choices).default(fallback);
 
-/** What a command's action is built from: a loader of its code, run with the context every command gets. */
-type Runner = <A extends unknown[]>(load: () => Promise<(ctx: CommandContext, ...args: A) => Promise<number>>) => (...args: unknown[]) => Promise<void>;
+/**
+ * Runs a command: its code (imported when it runs) gets the context every command gets; its answer is the exit code.
+ * Each action passes its own arguments and options, as commander's extra typings infer them from the declarations.
+ */
+type Runner = (cmd: CommandUnknownOpts, command: (ctx: CommandContext) => Promise<number>) => Promise<void>;
 
-export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+export function buildProgram(io: Io, setExit: (code: number) => void): CommandUnknownOpts {
   const name = io.programName;
   const program = withGlobalOptions(new Command(name));
-  const run = runner(io, setExit);
+  // The global options live on the program, wherever they stand on the command line.
+  const run = runner(io, setExit, () => program.opts());
   const auth = program.command('auth').description('manage the tokens of protected scopes');
   // The order of `svc auth --help`.
   addTokenCommand(auth, run, name);
@@ -156,7 +161,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   return program;
 }
 
-function withGlobalOptions(program: Command): Command {
+function withGlobalOptions(program: Command) {
   return program
     .description('Token-based access control for the data service: manage the tokens of protected scopes (ProtectedScope objects).')
     .version(version(), '-V, --version', 'print the version')
@@ -173,29 +178,26 @@ function withGlobalOptions(program: Command): Command {
 }
 
 /** Each action gets the context (io, the global options checked up front, a lazily opened store) and sets the exit code. */
-function runner(io: Io, setExit: (code: number) => void): Runner {
-  return <A extends unknown[]>(load: () => Promise<(ctx: CommandContext, ...args: A) => Promise<number>>) =>
-    async (...args: unknown[]) => {
-      const cmd = args.at(-1) as Command;
-      const globals = cmd.optsWithGlobals<GlobalOptions>();
-      const fromEnv = parseBooleanSetting('SVC_OPEN_PATHS_BY_DEFAULT', io.env.SVC_OPEN_PATHS_BY_DEFAULT);
-      if (fromEnv instanceof Error) throw usageError(fromEnv.message);
-      const ctx: CommandContext = {
-        io,
-        commandPath: commandPath(cmd),
-        openPathsByDefault: globals.openPathsByDefault === true || fromEnv,
-        storeFlags: storeFlagsOf(globals),
-        prefixes: await prefixesOf(globals, io.env),
-        openStore: async (): Promise<ScopeStore> => {
-          const { openStore } = await import('./backends/open.js');
-          return openStore(storeOptions(globals), io.env);
-        },
-      };
-      // Validate the global options up front, so a bad one is a usage error even for commands that fail later.
-      storeOptions(globals);
-      const fn = await load();
-      setExit(await fn(ctx, ...(args.slice(0, -1) as A)));
+function runner(io: Io, setExit: (code: number) => void, globalOptions: () => GlobalOptions): Runner {
+  return async (cmd, command) => {
+    const globals = globalOptions();
+    const fromEnv = parseBooleanSetting('SVC_OPEN_PATHS_BY_DEFAULT', io.env.SVC_OPEN_PATHS_BY_DEFAULT);
+    if (fromEnv instanceof Error) throw usageError(fromEnv.message);
+    const ctx: CommandContext = {
+      io,
+      commandPath: commandPath(cmd),
+      openPathsByDefault: globals.openPathsByDefault === true || fromEnv,
+      storeFlags: storeFlagsOf(globals),
+      prefixes: await prefixesOf(globals, io.env),
+      openStore: async (): Promise<ScopeStore> => {
+        const { openStore } = await import('./backends/open.js');
+        return openStore(storeOptions(globals), io.env);
+      },
     };
+    // Validate the global options up front, so a bad one is a usage error even for commands that fail later.
+    storeOptions(globals);
+    setExit(await command(ctx));
+  };
 }
 
 function addTokenCommand(auth: Command, run: Runner, name: string): void {
@@ -222,10 +224,7 @@ Examples:
   ${name} --dir gitops/scopes auth add-token --topic-hierarchy origin.a.wis2 --description "partner NMHS"
   ${name} auth add-token --topic-hierarchy origin.a.wis2 --dry-run -o yaml > scope.yaml   # token on stderr`,
     )
-    .action(run(async () => {
-      const { addToken } = await import('./commands/add-token.js');
-      return (ctx, token: string | undefined, opts) => addToken(ctx, token, opts as Parameters<typeof addToken>[2]);
-    }));
+    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/add-token.js')).addToken(ctx, token, opts)));
 
 }
 
@@ -239,10 +238,7 @@ function removeTokenCommand(auth: Command, run: Runner): void {
   )
     .option('--id <id>', 'the id of the token to remove (12 hex characters, as show lists them)')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action(run(async () => {
-      const { removeToken } = await import('./commands/remove.js');
-      return (ctx, token: string | undefined, opts) => removeToken(ctx, token, opts as Parameters<typeof removeToken>[2]);
-    }));
+    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/remove.js')).removeToken(ctx, token, opts)));
 
 }
 
@@ -250,10 +246,7 @@ function removeTokenCommand(auth: Command, run: Runner): void {
 function readingCommands(auth: Command, run: Runner): void {
   scopeOptions(auth.command('show').description('list protected scopes: kind, state, token count, token ids, descriptions, expiry (never a token)'), 'only')
     .addOption(outputOption(['table', 'text', 'json', 'yaml', 'wcmp2'], 'table'))
-    .action(run(async () => {
-      const { show } = await import('./commands/show.js');
-      return (ctx, opts) => show(ctx, opts as Parameters<typeof show>[1]);
-    }));
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/show.js')).show(ctx, opts)));
 
   scopeOptions(
     auth
@@ -265,10 +258,7 @@ function readingCommands(auth: Command, run: Runner): void {
     .option('--user <user>', "check an identity instead of a token: its username as svc-auth names it (kube-apiserver's: https://issuer#sub by default, the bare email for email)")
     .option('--group <group>', "one of the identity's groups (repeat for each)", (v: string, prev: string[] = []) => [...prev, v])
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action(run(async () => {
-      const { hasAccess } = await import('./commands/has-access.js');
-      return (ctx, token: string | undefined, opts) => hasAccess(ctx, token, opts as Parameters<typeof hasAccess>[2]);
-    }));
+    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/has-access.js')).hasAccess(ctx, token, opts)));
 
 }
 
@@ -282,10 +272,9 @@ function subjectCommands(auth: Command, run: Runner): void {
       .option('--user <user>', "a user, named as kube-apiserver names it: the issuer URL, # and the sub by default (https://login.example.org/dex#alice), the bare email with --oidc-username-claim email, or the configured prefix and the claim")
       .option('--group <group>', 'a group: an entry of the groups claim, with the groups prefix when svc-auth configures one (none by default)')
       .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-      .action(run(async () => {
+      .action((opts, cmd) => run(cmd, async (ctx) => {
         const { addSubject, removeSubject } = await import('./commands/subjects.js');
-        const fn = verb === 'add-subject' ? addSubject : removeSubject;
-        return (ctx, opts) => fn(ctx, opts as Parameters<typeof fn>[1]);
+        return (verb === 'add-subject' ? addSubject : removeSubject)(ctx, opts);
       }));
   }
 
@@ -299,24 +288,15 @@ function stateCommands(auth: Command, run: Runner, name: string): void {
 Path scopes (processes/..., collections/stations, other paths) are closed by default: with their last token gone they
 stay "Closed, 0 tokens (closed by default: ...)": nothing executes or writes until a token grants it again (unless svc-auth runs
 with --open-paths-by-default). The objects stay, with an empty token list; nothing is deleted.`)
-    .action(run(async () => {
-      const { removeTokens } = await import('./commands/remove.js');
-      return (ctx, opts) => removeTokens(ctx, opts as Parameters<typeof removeTokens>[1]);
-    }));
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/remove.js')).removeTokens(ctx, opts)));
 
   scopeOptions(auth.command('close').description('keep a scope closed even with no token (closed: true), e.g. an embargoed dataset whose tokens come later'), 'close')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action(run(async () => {
-      const { close } = await import('./commands/close.js');
-      return (ctx, opts) => close(ctx, opts as Parameters<typeof close>[1]);
-    }));
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/close.js')).close(ctx, opts)));
 
   scopeOptions(auth.command('open').description('clear closed: true; a scope with tokens stays closed until they are removed'), 'open')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action(run(async () => {
-      const { open } = await import('./commands/close.js');
-      return (ctx, opts) => open(ctx, opts as Parameters<typeof open>[1]);
-    }));
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/close.js')).open(ctx, opts)));
 
   auth
     .command('public')
@@ -331,13 +311,10 @@ with --open-paths-by-default). The objects stay, with an empty token list; nothi
 Examples:
   ${name} auth public --path processes/station-info         # wis2box-ui's station map calls it without a token
   ${name} auth public --path processes/station-info --off`)
-    .action(run(async () => {
+    .action((opts, cmd) => run(cmd, async (ctx) => {
       const { setPublic } = await import('./commands/public.js');
-      return (ctx, opts) => {
-        const o = opts as Parameters<typeof setPublic>[1];
-        if (o.path === undefined) throw usageError(`only a path scope can be public: give --path P (see ${ctx.commandPath} --help)`);
-        return setPublic(ctx, o);
-      };
+      if (opts.path === undefined) throw usageError(`only a path scope can be public: give --path P (see ${ctx.commandPath} --help)`);
+      return setPublic(ctx, opts);
     }));
 
 }
@@ -350,14 +327,11 @@ function importCommand(auth: Command, run: Runner): void {
     .option('--dry-run', 'say what would be imported, write nothing')
     .option('--accept-narrower', 'import even where the protection becomes narrower than wis2box-auth\'s: rows of no scope are skipped, and a one-word topic keeps only the URL forms a scope can close (both listed)')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action(run(async () => {
-      const { importStore } = await import('./commands/import.js');
-      return (ctx, file: string, opts) => importStore(ctx, file, opts as Parameters<typeof importStore>[2]);
-    }));
+    .action((file, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/import.js')).importStore(ctx, file, opts)));
 
 }
 
-function completionCommand(program: Command, io: Io, setExit: (code: number) => void): void {
+function completionCommand(program: CommandUnknownOpts, io: Io, setExit: (code: number) => void): void {
   const name = program.name();
   program
     .command('completion')
@@ -368,10 +342,10 @@ Load it with:  source <(${name} completion bash)   or   source <(${name} complet
 
 For \`kubectl svc <TAB>\`, kubectl (1.26+) asks the executable kubectl_complete-svc on the PATH, which npm installs
 (or npm link puts there) beside kubectl-svc; kubectl's own completion must be loaded (source <(kubectl completion bash)).`)
-    .action(async (shell: string) => {
+    .action(async (shell) => {
       const { bashCompletion, fishCompletion, zshCompletion } = await import('./completion.js');
       const names = ['svc', 'kubectl-svc'];
-      const script = { bash: bashCompletion, zsh: zshCompletion, fish: fishCompletion }[shell as 'bash' | 'zsh' | 'fish'];
+      const script = { bash: bashCompletion, zsh: zshCompletion, fish: fishCompletion }[shell];
       io.out(script(program, names));
       setExit(EXIT_OK);
     });
@@ -379,8 +353,8 @@ For \`kubectl svc <TAB>\`, kubectl (1.26+) asks the executable kubectl_complete-
 }
 
 /** Output and one-line usage errors for every command, wherever it sits in the tree. */
-function configureOutputs(program: Command, io: Io): void {
-  const configure = (cmd: Command) => {
+function configureOutputs(program: CommandUnknownOpts, io: Io): void {
+  const configure = (cmd: CommandUnknownOpts) => {
     cmd.exitOverride().configureOutput({
       writeOut: (s) => io.out(s),
       writeErr: (s) => io.err(s),

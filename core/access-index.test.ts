@@ -15,6 +15,11 @@ const tokensOf = (index: AccessIndex, owner: IndexedScope | undefined) => new Ma
 const holders = (index: AccessIndex, h: string) => Object.fromEntries(index.tokens.records().filter((r) => r.hex === h).map((r) => [r.owner.key, r.expiresAt]));
 
 describe('buildIndex', () => {
+  it('an index scope is a scope of the snapshot: the stand-in for a path closed by default is decide\'s own type, not a flagged IndexedScope', () => {
+    // @ts-expect-error byDefault is no field of an IndexedScope (typecheck holds this)
+    const entry: IndexedScope = { scope: topic('a'), key: 'topic:a', depth: 1, byDefault: true };
+    expect(entry.key).toBe('topic:a');
+  });
   it('indexes a compiled snapshot: counts, kinds and expiry', () => {
     const s = compileSnapshot([
       newProtectedScope(topic('a.b'), 'x', 'svc', [{ id: tokenIdOf(H('1')), hash: H('1'), createdAt: '2026-01-01T00:00:00Z', expiresAt: '2027-01-01T00:00:00Z' }]),

@@ -17,11 +17,6 @@ export interface IndexedScope {
    * case variants). The ConfigMap source rebuilds such entries whole rather than by difference.
    */
   readonly caseFolded?: true;
-  /**
-   * Set on the stand-in for a write path that no path scope covers (decide's default-closed rule): it holds
-   * no token, so nothing it governs is granted. Never in an index.
-   */
-  readonly byDefault?: true;
   /** The identities it grants (snapshot `subjects`); absent when it grants none, as for most scopes. */
   readonly subjects?: SubjectGrants;
   /**
@@ -41,7 +36,7 @@ export interface SubjectGrants {
 }
 
 /** The grants of a list of subjects; undefined for none. */
-export function subjectGrants(subjects: readonly Subject[] | undefined, into?: SubjectGrants): SubjectGrants | undefined {
+function subjectGrants(subjects: readonly Subject[] | undefined, into?: SubjectGrants): SubjectGrants | undefined {
   if (!subjects || subjects.length === 0) return into;
   const users = new Set(into?.users);
   const groups = new Set(into?.groups);
@@ -95,7 +90,7 @@ export interface AccessIndex {
 export type { TopicNode };
 
 /** A snapshot token's expiry in ms since the epoch; Infinity when it has none. */
-export function expiryOf(t: SnapshotToken): number {
+function expiryOf(t: SnapshotToken): number {
   return t.expiresAt === undefined ? Infinity : Date.parse(t.expiresAt);
 }
 

@@ -522,7 +522,7 @@ describe('answers', () => {
   });
   it('closed by default is part of the decision: a process no scope covers, and not once a scope covers it', () => {
     const exec = '/oapi/processes/uncovered-process/execution';
-    expect(ask(world, 'POST', exec)).toMatchObject({ outcome: 'no-token', closedByDefault: true });
+    expect(ask(world, 'POST', exec)).toMatchObject({ outcome: 'no-token', closedByDefault: true, governing: [{ kind: 'path', value: 'processes/uncovered-process' }] });
     expect(ask(world, 'POST', exec, bearer(T.obs))).toMatchObject({ outcome: 'insufficient-scope', closedByDefault: true });
     expect(ask(world, 'GET', OBS_FILE)).toMatchObject({ outcome: 'no-token', closedByDefault: false });
   });

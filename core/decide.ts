@@ -37,7 +37,7 @@ export interface AccessConfig {
   readonly knownJwt?: (jwt: string, carrier: CredentialCarrier) => VerifiedJwt | undefined;
 }
 
-export interface AccessRequest {
+interface AccessRequest {
   /**
    * The original request's method; null when the proxy did not state it. An unstated method is governed as
    * an unsafe one: an nginx subrequest is always GET, so falling back to the subrequest's own method would
@@ -127,8 +127,6 @@ export type Decision =
     })
   | (Governed & { readonly outcome: 'insufficient-scope'; readonly tokenId?: string; readonly issuer?: string; readonly user?: string });
 
-export type Outcome = Decision['outcome'];
-
 export const DEFAULT_CONFIG: AccessConfig = { ...DEFAULT_PREFIXES, tokenParam: 'token' };
 
 /** What deciding for a scope (show, has-access-topic, the operator's status) needs of svc-auth's configuration. */
@@ -159,18 +157,18 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   const target = normalizeTarget(req.target);
   if (!target.ok) return { outcome: 'malformed', reason: target.reason };
   const { segments, path } = target;
-  const { area, scopes } = governingFor(index, config, req.method, foldSegments(segments));
-  if (scopes.length === 0) return { outcome: 'open', area, path };
+  const { area, by } = governingFor(index, config, req.method, foldSegments(segments));
+  if (isOpen(by)) return { outcome: 'open', area, path };
   const credential = req.verified ?? extractCredential(target.query, req.authorization, config.tokenParam);
   if (config.oidcIssuers && !('ok' in credential) && credential.kind === 'token') {
     const known = config.knownJwt?.(credential.token, credential.carrier);
-    if (known !== undefined) return judge(index, area, path, scopes, known, nowMs);
+    if (known !== undefined) return judge(index, area, path, by, known, nowMs);
     const issuer = unverifiedIssuer(credential.token);
     if (issuer !== undefined && config.oidcIssuers.has(issuer)) {
-      return { outcome: 'verify-jwt', area, governing: scopes.map((s) => s.scope), path, closedByDefault: isDefault(scopes), jwt: credential.token, issuer, carrier: credential.carrier };
+      return { outcome: 'verify-jwt', area, governing: governingOf(by), path, closedByDefault: isClosedByDefault(by), jwt: credential.token, issuer, carrier: credential.carrier };
     }
   }
-  return judge(index, area, path, scopes, credential, nowMs);
+  return judge(index, area, path, by, credential, nowMs);
 }
 
 
@@ -200,9 +198,9 @@ export function decideForScopeAnonymous(index: AccessIndex, scope: Scope, config
 function decideScopeWith(index: AccessIndex, scope: Scope, credential: Credential | VerifiedJwt, nowMs: number, config: ScopeConfig): Decision {
   const value = foldCase(scope.value);
   if (scope.kind === 'path') {
-    const { area, scopes } = governingFor(index, { ...config, tokenParam: null }, null, ownRequest(value, config));
-    if (scopes.length === 0) return { outcome: 'open', area, path: '' };
-    return judge(index, area, '', scopes, credential, nowMs);
+    const { area, by } = governingFor(index, { ...config, tokenParam: null }, null, ownRequest(value, config));
+    if (isOpen(by)) return { outcome: 'open', area, path: '' };
+    return judge(index, area, '', by, credential, nowMs);
   }
   const found = new Candidates();
   if (scope.kind === 'topic') found.topicRuns(index, value.split('.'));
@@ -219,9 +217,30 @@ function ownRequest(value: string, prefixes: PathPrefixes): readonly string[] {
   return value.split('/');
 }
 
-/** Governed by the stand-in for a path no scope covers (closed by default), and by nothing else. */
-function isDefault(scopes: readonly IndexedScope[]): boolean {
-  return scopes.length === 1 && scopes[0]!.byDefault === true;
+/**
+ * The stand-in for a write path no path scope covers (docs/access-rules.md "Open, closed, and closed by default": process
+ * execution, stations writes and unsafe requests on jobs). It names the scope a token would have to be added to and
+ * holds nothing, so nothing it governs is granted. Never in an index, never among other candidates.
+ */
+interface ClosedByDefault {
+  readonly kind: 'closed-by-default';
+  readonly scope: Scope;
+}
+
+/** What governs a request: the most specific closed scopes of the index (none: the request is open), or the stand-in alone. */
+type GoverningScopes = readonly IndexedScope[] | ClosedByDefault;
+
+function isClosedByDefault(by: GoverningScopes): by is ClosedByDefault {
+  return 'kind' in by;
+}
+
+function isOpen(by: GoverningScopes): boolean {
+  return !isClosedByDefault(by) && by.length === 0;
+}
+
+/** The governing scopes as a decision names them. */
+function governingOf(by: GoverningScopes): readonly Scope[] {
+  return isClosedByDefault(by) ? [by.scope] : by.map((s) => s.scope);
 }
 
 /** The presented token's digest: reused, as judge runs to completion and keeps nothing of it but the id. */
@@ -231,9 +250,11 @@ const DIGEST = Buffer.alloc(32);
  * Step 3 and the answers table: only the governing scopes' tokens grant. The token's records are walked
  * per governing scope, in order (a digest has one record per scope holding it, usually just one).
  */
-function judge(index: AccessIndex, area: Area, path: string, scopes: readonly IndexedScope[], credential: Credential | VerifiedJwt, nowMs: number): Decision {
-  const governing = scopes.map((s) => s.scope);
-  const closedByDefault = isDefault(scopes);
+function judge(index: AccessIndex, area: Area, path: string, by: GoverningScopes, credential: Credential | VerifiedJwt, nowMs: number): Decision {
+  const governing = governingOf(by);
+  const closedByDefault = isClosedByDefault(by);
+  // The index scopes whose grants count: none under the stand-in, which holds nothing.
+  const scopes = isClosedByDefault(by) ? NO_SCOPES : by;
   if ('ok' in credential) return judgeIdentity(area, path, governing, closedByDefault, scopes, credential, nowMs);
   if (credential.kind === 'none') return { outcome: 'no-token', area, governing, path, closedByDefault };
   if (credential.kind === 'malformed' || credential.token.length > MAX_TOKEN_LENGTH) {
@@ -312,11 +333,11 @@ function foldSegments(segments: readonly string[]): readonly string[] {
  * Finds the closed candidate scopes of a normalized request (docs/access-rules.md "From a request to a decision", step 3). `segments` are
  * case-folded, as the index's keys are; `method` is null when unstated, which is never a safe method.
  */
-function governingFor(index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): { area: Area; scopes: readonly IndexedScope[] } {
+function governingFor(index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): { area: Area; by: GoverningScopes } {
   const found = new Candidates();
   let area: Area = 'other';
   // The stand-in when the request is closed by default (an execution, a stations or jobs write).
-  let fallback: IndexedScope | undefined;
+  let fallback: ClosedByDefault | undefined;
   // Prefix path scopes (`wis2downloader`) govern their path and below wherever it is, every method.
   found.prefixRuns(index, segments);
   if (startsWith(segments, config.wafPrefix)) {
@@ -331,11 +352,11 @@ function governingFor(index: AccessIndex, config: AccessConfig, method: string |
     area = 'api';
     fallback = apiCandidates(found, index, config, method, segments);
   }
-  return { area, scopes: settle(found, fallback, config) };
+  return { area, by: settle(found, fallback, config) };
 }
 
 /** Step 2 below the API prefix: collections, stations writes, executions, jobs; returns the default-closed stand-in. */
-function apiCandidates(found: Candidates, index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): IndexedScope | undefined {
+function apiCandidates(found: Candidates, index: AccessIndex, config: AccessConfig, method: string | null, segments: readonly string[]): ClosedByDefault | undefined {
   const resource = segments[config.apiPrefix.length];
   const id = segments[config.apiPrefix.length + 1];
   const safe = method !== null && SAFE_METHODS.has(method);
@@ -364,29 +385,26 @@ function apiCandidates(found: Candidates, index: AccessIndex, config: AccessConf
  * `closed: true` governs, the most specific first, and no public scope opens what it covers. With none, a request
  * closed by default is governed by its stand-in unless a public scope names exactly what the stand-in closes.
  */
-function settle(found: Candidates, fallback: IndexedScope | undefined, config: AccessConfig): readonly IndexedScope[] {
+function settle(found: Candidates, fallback: ClosedByDefault | undefined, config: AccessConfig): GoverningScopes {
   if (!found.none) return found.mostSpecific();
   if (fallback === undefined || config.openPathsByDefault) return NO_SCOPES;
-  return found.lifts(fallback, config.apiPrefix.length) ? NO_SCOPES : [fallback];
+  return found.lifts(fallback, config.apiPrefix.length) ? NO_SCOPES : fallback;
 }
 
-/**
- * The stand-ins for write paths no path scope covers (docs/access-rules.md "Open, closed, and closed by default": process
- * execution, stations writes and unsafe requests on jobs). Each names the scope a token would have to be added to; they hold no token.
- */
-const byDefault = (value: string): IndexedScope => ({ scope: { kind: 'path', value }, key: `path:${value}`, depth: 0, byDefault: true });
-export const DEFAULT_STATIONS_SCOPE: IndexedScope = byDefault('collections/stations');
+/** The stand-in (ClosedByDefault) for the path scope `value`. */
+const byDefault = (value: string): ClosedByDefault => ({ kind: 'closed-by-default', scope: { kind: 'path', value } });
+const DEFAULT_STATIONS_SCOPE = byDefault('collections/stations');
 const PROCESS_ID = /^[a-z0-9_]+(-[a-z0-9_]+)*$/;
 const DEFAULT_PROCESSES_SCOPE = byDefault('processes');
 
 /** The default-closed stand-in for a process: `processes/<id>` when the id could be a scope's, else `processes`. */
-function defaultProcessScope(id: string): IndexedScope {
+function defaultProcessScope(id: string): ClosedByDefault {
   return id.length <= 200 && PROCESS_ID.test(id) ? byDefault(`processes/${id}`) : DEFAULT_PROCESSES_SCOPE;
 }
 
 /** The stand-in for unsafe requests on jobs, `<api prefix>/jobs` (a prefix path), one per prefix. */
-const JOBS_SCOPES = new Map<readonly string[], IndexedScope>();
-function jobsScope(prefixes: PathPrefixes): IndexedScope {
+const JOBS_SCOPES = new Map<readonly string[], ClosedByDefault>();
+function jobsScope(prefixes: PathPrefixes): ClosedByDefault {
   let scope = JOBS_SCOPES.get(prefixes.apiPrefix);
   if (scope === undefined) {
     if (JOBS_SCOPES.size > 16) JOBS_SCOPES.clear();
@@ -423,7 +441,7 @@ class Candidates {
    * `<api>/jobs`: the candidates are prefixes of the request). A public prefix path never lifts an execution or a
    * stations write, whatever it spells.
    */
-  lifts(fallback: IndexedScope, apiDepth: number): boolean {
+  lifts(fallback: ClosedByDefault, apiDepth: number): boolean {
     const publics = this.publics;
     if (!publics) return false;
     const jobs = isPrefixPath(fallback.scope.value);

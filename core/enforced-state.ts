@@ -11,7 +11,7 @@ import { scopeKey, type Scope } from './scope.js';
 import { stateOf, type ScopeState } from './scope-state.js';
 
 /** What a scope's own objects hold, merged. */
-export interface OwnGrants {
+interface OwnGrants {
   readonly tokens: number;
   readonly subjects: number;
   readonly closedFlag: boolean;
@@ -20,7 +20,7 @@ export interface OwnGrants {
 }
 
 /** Whether a scope's objects may make it public under these prefixes (a path scope, not refused: publicRefusal). */
-export function publicAllowed(scope: Scope, config: ScopeConfig): boolean {
+function publicAllowed(scope: Scope, config: ScopeConfig): boolean {
   return scope.kind === 'path' && publicRefusal(scope.value, config) === undefined;
 }
 

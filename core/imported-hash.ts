@@ -13,7 +13,7 @@ import { IMPORTED_HASH_PATTERN, isImportedHash, tokenIdOf, type ImportedHash, ty
 export const WIS2BOX_ITERATIONS = 100_000;
 export const DERIVED_KEY_BYTES = 32;
 
-export interface ImportedParams {
+interface ImportedParams {
   readonly iterations: number;
   readonly salt: Buffer;
   readonly key: Buffer;

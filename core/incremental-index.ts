@@ -44,7 +44,7 @@ const noTick: Tick = async () => undefined;
 /** Tokens added to a table between two ticks. */
 const TOKENS_PER_TICK = 4096;
 
-export interface IndexUpdate {
+interface IndexUpdate {
   readonly index: AccessIndex;
   /** Derived from the previous index (false: built whole). */
   readonly incremental: boolean;

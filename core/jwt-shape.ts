@@ -7,7 +7,7 @@
  */
 const B64URL = /^[A-Za-z0-9_-]+$/;
 /** Longer than any JWT a provider issues; keeps the decode cheap whatever is sent. */
-export const MAX_JWT_LENGTH = 16 * 1024;
+const MAX_JWT_LENGTH = 16 * 1024;
 
 /** The `iss` claim of a compact JWS, unverified; undefined for anything that is not one. */
 export function unverifiedIssuer(value: string): string | undefined {

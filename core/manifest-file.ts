@@ -8,7 +8,7 @@ import { parseManifests } from './manifest.js';
 import { API_GROUP, KIND, validateProtectedScope, type FieldError, type ProtectedScope } from './protected-scope.js';
 import { err, ok, type Result } from './result.js';
 
-export interface ManifestDocument {
+interface ManifestDocument {
   /** The document as parsed. */
   readonly value: unknown;
   /** Set when the document is a ProtectedScope (it is then valid). */

@@ -4,7 +4,7 @@
  * Hand-written because it is on the hot path of every request and the rules are ours, not a URL parser's
  * (WHATWG URL resolves `..`, decodes and re-encodes in ways that would hide the attacks we must refuse).
  */
-export type Target =
+type Target =
   | {
       readonly ok: true;
       readonly segments: readonly string[];

@@ -20,6 +20,7 @@ import {
   specFor,
   tokensOf,
   validateProtectedScope,
+  withSpec,
   type FieldError,
   type TokenRecord,
 } from './protected-scope.js';
@@ -179,12 +180,27 @@ describe('helpers', () => {
   ];
   it.each(scopes)('specFor/scopeOf round-trip %j, and the built object validates', (scope) => {
     const tokens = [record('1')];
-    const spec = specFor(scope, tokens);
+    const spec = specFor(scope, { tokens });
     expect(scopeOf(spec)).toEqual(scope);
     const ps = newProtectedScope(scope, 'x-1', 'svc', tokens);
     expect(validateProtectedScope(ps).ok).toBe(true);
     expect(tokensOf(ps)).toEqual(tokens);
     expect(newProtectedScope(scope, 'x-1', undefined, []).metadata).toEqual({ name: 'x-1' });
+  });
+  it('specFor states the scope field first, then the given fields in SPEC_FIELDS order, and no undefined one', () => {
+    const spec = specFor({ kind: 'path', value: 'processes/svc' }, { public: undefined, closed: true, tokens: [] });
+    expect(Object.keys(spec)).toEqual(['path', 'tokens', 'closed']);
+  });
+  it('withSpec changes the given fields, drops the ones given as undefined, keeps the scope and every other field in its place', () => {
+    const read = validateProtectedScope(object({ tokens: [record('1')], closed: true, topicHierarchy: 'a.b', subjects: [{ kind: 'User', name: 'alice' }] }));
+    if (!read.ok) throw new Error(formatFieldErrors(read.error));
+    const handWritten = read.value;
+    const edited = withSpec(handWritten, { tokens: [], closed: undefined });
+    expect(Object.keys(edited.spec)).toEqual(['tokens', 'topicHierarchy', 'subjects']);
+    expect(edited.spec).toEqual({ tokens: [], topicHierarchy: 'a.b', subjects: [{ kind: 'User', name: 'alice' }] });
+    expect(edited.metadata).toBe(handWritten.metadata);
+    expect(handWritten.spec.closed).toBe(true);
+    expect(withSpec(handWritten, { public: undefined }).spec).toEqual(handWritten.spec);
   });
   it('tokensOf defaults to none (an object stored before tokens had to be stated)', () => {
     expect(tokensOf(object({ topicHierarchy: 'a', tokens: undefined }) as never)).toEqual([]);

@@ -94,9 +94,35 @@ export function scopeOf(spec: ProtectedScopeSpec): Scope {
   return { kind: 'path', value: spec.path };
 }
 
-export function specFor(scope: Scope, tokens: readonly TokenRecord[]): ProtectedScopeSpec {
-  const field = SCOPE_FIELD[scope.kind];
-  return { [field]: scope.value, tokens } as unknown as ProtectedScopeSpec;
+/** A spec's fields besides its scope: what the CLI's commands and the operator's sanitizing change. */
+type SpecFields = Omit<ProtectedScopeSpec, ScopeField>;
+
+/** The spec of a scope: its one scope field first, then the given fields in SPEC_FIELDS order (undefined ones left out). */
+export function specFor(scope: Scope, fields: SpecFields): ProtectedScopeSpec {
+  const rest = withoutUndefined({ tokens: fields.tokens, closed: fields.closed, subjects: fields.subjects, public: fields.public });
+  switch (scope.kind) {
+    case 'topic':
+      return { topicHierarchy: scope.value, ...rest };
+    case 'dataset':
+      return { metadataId: scope.value, ...rest };
+    case 'path':
+      return { path: scope.value, ...rest };
+  }
+}
+
+/**
+ * The object with some of its spec's fields changed, its scope as it is (the one way a command or the operator edits a
+ * spec): a field given as undefined goes; the others keep their place, so a hand-written manifest's diff shows only
+ * what changed.
+ */
+export function withSpec(o: ProtectedScope, change: SpecFields): ProtectedScope {
+  return { ...o, spec: withoutUndefined({ ...o.spec, ...change }) };
+}
+
+/** `fields` without the non-scope fields whose value is undefined (a spread of `{public: undefined}` states nothing). */
+function withoutUndefined<T extends SpecFields>(fields: T): T {
+  for (const f of SPEC_EXTRA_FIELDS) if (fields[f] === undefined) delete fields[f];
+  return fields;
 }
 
 /** Whether the object says `closed: true` (the scope stays closed whatever its tokens). */
@@ -142,6 +168,8 @@ export function isDateTime(v: unknown): v is string {
  */
 export const TOP_LEVEL_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec', 'status'] as const;
 export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens', 'closed', 'subjects', 'public'] as const;
+/** The spec fields besides the scope's (SpecFields). */
+const SPEC_EXTRA_FIELDS = ['tokens', 'closed', 'subjects', 'public'] as const;
 /** Spec fields that must be stated: an empty token list is a statement, a missing one may be a typo. */
 export const REQUIRED_SPEC_FIELDS = ['tokens'] as const;
 export const TOKEN_FIELDS = ['id', 'hash', 'description', 'createdAt', 'expiresAt'] as const;
@@ -151,11 +179,12 @@ export const CONDITION_FIELDS = ['type', 'status', 'reason', 'message', 'observe
 /** Holds only when the two key sets are the same: a field added to a type but not to its list fails to compile. */
 type SameKeys<A extends PropertyKey, B extends PropertyKey> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
 const specFieldsAreTheSpec: SameKeys<(typeof SPEC_FIELDS)[number], keyof ProtectedScopeSpec> = true;
+const extraFieldsAreTheFields: SameKeys<(typeof SPEC_EXTRA_FIELDS)[number], keyof SpecFields> = true;
 const tokenFieldsAreTheRecord: SameKeys<(typeof TOKEN_FIELDS)[number], keyof TokenRecord> = true;
 const statusFieldsAreTheStatus: SameKeys<(typeof STATUS_FIELDS)[number], keyof ProtectedScopeStatus> = true;
-void [specFieldsAreTheSpec, tokenFieldsAreTheRecord, statusFieldsAreTheStatus];
+void [specFieldsAreTheSpec, extraFieldsAreTheFields, tokenFieldsAreTheRecord, statusFieldsAreTheStatus];
 
-export type StatusField = (typeof STATUS_FIELDS)[number];
+type StatusField = (typeof STATUS_FIELDS)[number];
 
 /** `fields` of `from` in that order, leaving out the absent ones. */
 function inOrder<T extends object>(from: T, fields: readonly (keyof T)[]): T {
@@ -170,10 +199,9 @@ function inOrder<T extends object>(from: T, fields: readonly (keyof T)[]): T {
  * either backend should read the same. `tokens` is always stated (REQUIRED_SPEC_FIELDS).
  */
 export function orderedSpec(spec: ProtectedScopeSpec): ProtectedScopeSpec {
-  const out = inOrder(spec, SPEC_FIELDS) as Record<string, unknown>;
-  out.tokens = (spec.tokens ?? []).map((t) => inOrder(t, TOKEN_FIELDS));
-  if (spec.subjects !== undefined) out.subjects = spec.subjects.map((s) => inOrder(s, SUBJECT_FIELDS));
-  return inOrder(out as ProtectedScopeSpec, SPEC_FIELDS);
+  const tokens = (spec.tokens ?? []).map((t) => inOrder(t, TOKEN_FIELDS));
+  const subjects = spec.subjects?.map((s) => inOrder(s, SUBJECT_FIELDS));
+  return inOrder({ ...spec, tokens, ...(subjects !== undefined ? { subjects } : {}) }, SPEC_FIELDS);
 }
 
 /**
@@ -190,7 +218,7 @@ export function statusPatchOf(s: ProtectedScopeStatus): Record<StatusField, unkn
 }
 
 /** Kubernetes' ObjectMeta, as the API server accepts it on a custom resource. */
-export const OBJECT_META_FIELDS = [
+const OBJECT_META_FIELDS = [
   'name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp',
   'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields',
 ] as const;
@@ -339,7 +367,7 @@ export function newProtectedScope(scope: Scope, name: string, namespace: string 
     apiVersion: API_GROUP_VERSION,
     kind: KIND,
     metadata: namespace === undefined ? { name } : { name, namespace },
-    spec: specFor(scope, tokens),
+    spec: specFor(scope, { tokens }),
   };
 }
 

@@ -28,7 +28,7 @@ export type ScopeState =
   | { readonly state: 'Closed'; readonly by: ClosedBy; readonly governing?: readonly string[] }
   | { readonly state: 'Open'; readonly public?: true };
 
-export type ClosedState = Extract<ScopeState, { state: 'Closed' }>;
+type ClosedState = Extract<ScopeState, { state: 'Closed' }>;
 
 /**
  * Why a scope is closed, written once for every report: `svc auth show` (its STATE column and describeState), the

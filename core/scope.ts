@@ -70,7 +70,7 @@ export function checkScope(scope: Scope): Result<Scope> {
   return ok({ kind, value });
 }
 
-export function describeKind(kind: ScopeKind): string {
+function describeKind(kind: ScopeKind): string {
   return kind === 'topic' ? 'topic hierarchy' : kind === 'dataset' ? 'metadata id' : 'path';
 }
 

@@ -6,7 +6,7 @@
  */
 import { err, ok, type Result } from './result.js';
 
-export const SUBJECT_KINDS = ['User', 'Group'] as const;
+const SUBJECT_KINDS = ['User', 'Group'] as const;
 export type SubjectKind = (typeof SUBJECT_KINDS)[number];
 
 export interface Subject {
@@ -16,7 +16,7 @@ export interface Subject {
 
 export const SUBJECT_FIELDS = ['kind', 'name'] as const;
 export const MAX_SUBJECTS_PER_OBJECT = 1000;
-export const MAX_SUBJECT_NAME_LENGTH = 256;
+const MAX_SUBJECT_NAME_LENGTH = 256;
 /** No control characters (a name is printed in tables and logs); the CRD's pattern says the same. */
 function hasControlCharacter(s: string): boolean {
   for (let i = 0; i < s.length; i++) {

@@ -21,7 +21,7 @@
  * i.e. by those who may grant access already), and a request can only look up, never insert.
  */
 
-export const DIGEST_BYTES = 32;
+const DIGEST_BYTES = 32;
 const MIN_CAPACITY = 16;
 
 /** One record as plain data, for tests and diagnostics (not for the request path: it allocates). */

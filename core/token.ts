@@ -7,7 +7,7 @@ import { createHash, hash as oneShotHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { err, ok, type Result } from './result.js';
 
-export const TOKEN_PREFIX = 'svc_';
+const TOKEN_PREFIX = 'svc_';
 const RANDOM_CHARS = 43;
 const CHECKSUM_CHARS = 6;
 export const GENERATED_TOKEN_LENGTH = TOKEN_PREFIX.length + RANDOM_CHARS + CHECKSUM_CHARS;
@@ -25,7 +25,6 @@ export type Sha256Hash = `sha256:${string}`;
 export type ImportedHash = `pbkdf2-sha256:${string}`;
 /** A stored token hash: svc's own SHA-256, or an imported PBKDF2 one. */
 export type TokenHash = Sha256Hash | ImportedHash;
-export const SHA256_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
 /**
  * The most PBKDF2 iterations an imported hash may state: OWASP's figure for PBKDF2-HMAC-SHA256 (wis2box-auth writes
  * 100,000). svc-auth derives a presented token once per imported record of the governing scope, so a record with
@@ -37,6 +36,11 @@ export const MAX_IMPORTED_ITERATIONS = 600_000;
 export const IMPORTED_HASH_PATTERN = /^pbkdf2-sha256:(?:[1-9][0-9]{0,4}|[1-5][0-9]{5}|600000):(?:[0-9a-f]{2}){8,64}:[0-9a-f]{64}$/;
 // Repeated verbatim in crds/protectedscope.yaml; a test keeps the two equal.
 export const HASH_PATTERN = /^(sha256:[0-9a-f]{64}|pbkdf2-sha256:([1-9][0-9]{0,4}|[1-5][0-9]{5}|600000):([0-9a-f]{2}){8,64}:[0-9a-f]{64})$/;
+
+/** Whether a stored hash is one svc-auth reads (HASH_PATTERN). */
+export function isTokenHash(hash: string): hash is TokenHash {
+  return HASH_PATTERN.test(hash);
+}
 
 /** The iteration count an imported-looking hash states when it is above MAX_IMPORTED_ITERATIONS (for messages). */
 export function excessiveIterationsOf(hash: string): number | undefined {

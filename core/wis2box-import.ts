@@ -42,12 +42,12 @@ export interface Wis2boxRow {
 
 /** The longest topic a scope can come from (a scope value is at most 512 characters). */
 export const MAX_WIS2BOX_TOPIC_CHARS = 512;
-export const MIN_SALT_BYTES = 8;
+const MIN_SALT_BYTES = 8;
 export const MAX_SALT_BYTES = 64;
-export const IMPORTED_DESCRIPTION = 'imported from wis2box-auth';
+const IMPORTED_DESCRIPTION = 'imported from wis2box-auth';
 
 /** What a topic becomes: the scopes its rows go to, and the URL forms wis2box-auth closed that none of them closes. */
-export interface TopicImport {
+interface TopicImport {
   readonly scopes: readonly Scope[];
   readonly narrower: readonly string[];
 }

@@ -8,7 +8,7 @@
  */
 import { API_GROUP, PLURAL } from '../core/index.js';
 
-export type KubeErrorReason =
+type KubeErrorReason =
   | 'Config' // no usable kubeconfig / context
   | 'NoConfig' // no kube configuration at all (no KUBECONFIG, no ~/.kube/config, not in a pod)
   | 'Unreachable' // connection refused, DNS, TLS
@@ -52,10 +52,9 @@ export function statusCodeOf(e: unknown): number | undefined {
 export const isNotFound = (e: unknown): boolean => statusCodeOf(e) === 404;
 export const isConflict = (e: unknown): boolean => statusCodeOf(e) === 409;
 export const isGone = (e: unknown): boolean => statusCodeOf(e) === 410;
-export const isAlreadyExists = isConflict;
 
 /** The server's `Status` object (metav1.Status), as much of it as we read. */
-export interface ApiStatus {
+interface ApiStatus {
   kind?: string;
   reason?: string;
   message?: string;
@@ -63,7 +62,7 @@ export interface ApiStatus {
 }
 
 /** The server's `Status` object from an ApiException body, when it has one. */
-export function apiStatusOf(e: unknown): ApiStatus | undefined {
+function apiStatusOf(e: unknown): ApiStatus | undefined {
   if (typeof e !== 'object' || e === null) return undefined;
   const body = (e as { body?: unknown }).body;
   let parsed: unknown = body;
@@ -112,7 +111,7 @@ export interface ApiTarget {
   readonly otherwise?: string;
 }
 
-export interface ApiCall {
+interface ApiCall {
   readonly verb: string;
   readonly name?: string;
   /** `plural.group`, or a core resource such as `namespaces`. */

@@ -32,7 +32,7 @@ export interface EventSink {
   create(event: EventRecord, reportingController: string, reportingInstance: string): Promise<void>;
 }
 
-export interface EventRecorderOptions {
+interface EventRecorderOptions {
   readonly reportingController: string;
   readonly reportingInstance: string;
   readonly maxQueue?: number;

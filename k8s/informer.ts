@@ -61,7 +61,7 @@ export interface InformerOptions {
   readonly now?: () => number;
 }
 
-export const INFORMER_DEFAULTS = {
+const INFORMER_DEFAULTS = {
   relistIntervalMs: 5 * 60_000,
   watchTimeoutSeconds: 240,
   watchdogSlackMs: 30_000,
@@ -69,7 +69,7 @@ export const INFORMER_DEFAULTS = {
   backoffMaxMs: 10_000,
 } as const;
 
-export function keyOf(obj: ObjectWithMeta): string {
+function keyOf(obj: ObjectWithMeta): string {
   const m = obj.metadata;
   return m?.namespace ? `${m.namespace}/${m.name ?? ''}` : (m?.name ?? '');
 }
@@ -98,8 +98,6 @@ export class ResilientInformer<T extends ObjectWithMeta> {
   private resourceVersion = '';
   private _synced = false;
   private _restarts = 0;
-  private _lastSyncAt = 0;
-  private relistRequested = false;
   private readonly syncWaiters = new Set<(outcome: Error | undefined) => void>();
 
   constructor(
@@ -123,10 +121,6 @@ export class ResilientInformer<T extends ObjectWithMeta> {
   /** Times the list/watch loop has recovered from an error. */
   get restarts(): number {
     return this._restarts;
-  }
-
-  get lastSyncAt(): number {
-    return this._lastSyncAt;
   }
 
   get(key: string): T | undefined {
@@ -171,13 +165,6 @@ export class ResilientInformer<T extends ObjectWithMeta> {
     for (const waiter of [...this.syncWaiters]) waiter(outcome);
   }
 
-  /** Ends the current watch and lists again (the periodic relist does this on its own). */
-  relist(): void {
-    this.relistRequested = true;
-    this.cancelWatch?.();
-    this.wake?.();
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     this.settleSyncWaiters(new Error('informer stopped'));
@@ -193,13 +180,12 @@ export class ResilientInformer<T extends ObjectWithMeta> {
         await this.listOnce();
         attempt = 0;
         const relistAt = this.opts.now() + this.opts.relistIntervalMs;
-        this.relistRequested = false;
         let short = 0;
-        while (!this.stopped && !this.relistRequested && this.opts.now() < relistAt) {
+        while (!this.stopped && this.opts.now() < relistAt) {
           const started = this.opts.now();
           const events = await this.watchOnce(Math.min(this.opts.watchTimeoutSeconds, Math.max(1, Math.ceil((relistAt - this.opts.now()) / 1000))), relistAt);
           // A watch the server ends at once, again and again, must not become a busy loop.
-          short = events === 0 && this.opts.now() - started < 1000 && !this.relistRequested ? short + 1 : 0;
+          short = events === 0 && this.opts.now() - started < 1000 ? short + 1 : 0;
           if (short > 0 && !this.stopped) await this.sleep(this.backoff(short, undefined));
         }
       } catch (e) {
@@ -253,7 +239,6 @@ export class ResilientInformer<T extends ObjectWithMeta> {
     }
     this.resourceVersion = resourceVersion;
     this._synced = true;
-    this._lastSyncAt = this.opts.now();
     this.settleSyncWaiters();
     this.safe(() => this.handlers.onSynced?.());
   }
@@ -305,7 +290,7 @@ export class ResilientInformer<T extends ObjectWithMeta> {
           else this.handle = h;
         })
         .catch((e: unknown) => finish(e ?? new Error('watch failed to start')));
-      if (this.stopped || this.relistRequested) finish();
+      if (this.stopped) finish();
     });
   }
 

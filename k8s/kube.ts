@@ -37,7 +37,7 @@ export interface KubeConfigOptions {
   readonly otherwise?: string;
 }
 
-export interface KubeConnectOptions extends KubeConfigOptions {
+interface KubeConnectOptions extends KubeConfigOptions {
   /** Timeout of one API request (not of watches), ms. */
   readonly requestTimeoutMs?: number;
 }
@@ -124,7 +124,7 @@ export function targetOf(kc: KubeConfig): { server: string; context: string; con
 }
 
 /** The pod's namespace (downward API env or the service account file), else the kube context's. */
-export function defaultNamespace(kc?: KubeConfig): string | undefined {
+function defaultNamespace(kc?: KubeConfig): string | undefined {
   if (process.env.POD_NAMESPACE) return process.env.POD_NAMESPACE;
   try {
     const ns = readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim();

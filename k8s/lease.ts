@@ -33,7 +33,7 @@ export interface LeaseClient {
   update(r: LeaseRecord): Promise<LeaseRecord>;
 }
 
-export interface LeaderElectorOptions {
+interface LeaderElectorOptions {
   readonly identity: string;
   readonly leaseDurationMs?: number;
   readonly renewDeadlineMs?: number;
@@ -46,7 +46,7 @@ export interface LeaderElectorOptions {
   readonly random?: () => number;
 }
 
-export const LEASE_DEFAULTS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 } as const;
+const LEASE_DEFAULTS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 } as const;
 
 export class LeaderElector {
   private readonly leaseDurationMs: number;
@@ -77,18 +77,9 @@ export class LeaderElector {
     this.random = opts.random ?? Math.random;
   }
 
-  get identity(): string {
-    return this.opts.identity;
-  }
-
   /** True only while the last successful renewal is younger than renewDeadline: check before every write. */
   isLeader(): boolean {
     return this.leading && this.now() - this.lastRenewMs < this.renewDeadlineMs;
-  }
-
-  /** The holder this candidate last saw (may be stale). */
-  get leader(): string | undefined {
-    return this.lastLeader;
   }
 
   start(): void {

@@ -7,7 +7,7 @@ export interface ListPage<T> {
   readonly metadata?: { resourceVersion?: string; _continue?: string; continue?: string };
 }
 
-export interface KubeListWatchOptions {
+interface KubeListWatchOptions {
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
   /** Page size of the list; pages keep one huge response (10,000 objects) off the API server's heap. */

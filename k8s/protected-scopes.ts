@@ -3,7 +3,7 @@ import { API_GROUP, API_VERSION, PLURAL, type ProtectedScope } from '../core/ind
 import { KubeError, toKubeError, type ApiTarget } from './errors.js';
 import { apiConfiguration, DEFAULT_REQUEST_TIMEOUT_MS, loadKubeConfig, targetOf, type KubeConfigOptions } from './kube.js';
 
-export { KubeError, type KubeErrorReason } from './errors.js';
+export { KubeError } from './errors.js';
 
 /**
  * A typed client for ProtectedScope objects (auth.svc.io/v1alpha1) over client-node's CustomObjectsApi:
@@ -14,14 +14,14 @@ export { KubeError, type KubeErrorReason } from './errors.js';
  * Importing this module loads client-node (~0.4 s): programs that only sometimes talk to Kubernetes
  * (the CLI) load it with a dynamic import().
  */
-export interface ProtectedScopeClientOptions extends KubeConfigOptions {
+interface ProtectedScopeClientOptions extends KubeConfigOptions {
   /** Default: the context's namespace, the pod's namespace in-cluster, else "default". */
   readonly namespace?: string;
   /** Per-request timeout; default 30 s. */
   readonly requestTimeoutMs?: number;
 }
 
-export interface WriteOptions {
+interface WriteOptions {
   /** Server-side dry run: the API server validates (schema, CEL) and admits, but persists nothing. */
   readonly dryRun?: boolean;
   readonly fieldManager?: string;

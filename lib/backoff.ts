@@ -5,14 +5,14 @@
  *
  * Pure arithmetic: callers own their timers and their failure counts.
  */
-export interface BackoffPolicy {
+interface BackoffPolicy {
   readonly initialMs: number;
   readonly maxMs: number;
   /** The wait is drawn uniformly from [low × delay, high × delay); none by default. */
   readonly jitter?: JitterRange;
 }
 
-export type JitterRange = readonly [low: number, high: number];
+type JitterRange = readonly [low: number, high: number];
 
 /** Past this many doublings every sane cap has long been reached; stopping here keeps the number finite. */
 const MAX_DOUBLINGS = 30;

@@ -9,12 +9,12 @@
  */
 export const DURATION_UNITS_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 
-export type DurationUnit = keyof typeof DURATION_UNITS_MS;
+type DurationUnit = keyof typeof DURATION_UNITS_MS;
 
 /** The longest delay a Node.js timer (setTimeout, AbortSignal.timeout) honours; longer ones fire at once. */
 export const TIMER_MAX_MS = 2 ** 31 - 1;
 
-export interface DurationRules {
+interface DurationRules {
   /** Refuse zero (a timeout or a lifetime of nothing). */
   readonly positive?: boolean;
   readonly maxMs?: number;

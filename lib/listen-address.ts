@@ -6,7 +6,7 @@
  * Checked here, before any socket exists, so a typo is a usage error that names the flag rather than an
  * EADDRNOTAVAIL or getaddrinfo failure at start-up.
  */
-export interface ListenAddress {
+interface ListenAddress {
   /** Undefined: no host was named (every interface). */
   readonly host: string | undefined;
   readonly port: number;

@@ -3,4 +3,3 @@
  * One list, so svc-auth and svc-operator offer the same choices.
  */
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevelName = (typeof LOG_LEVELS)[number];

@@ -37,9 +37,9 @@ export class SliceClock {
   }
 }
 
-export type SliceOutcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: 'cancelled' };
+type SliceOutcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: 'cancelled' };
 
-export interface SliceRunOptions {
+interface SliceRunOptions {
   readonly sliceMs: number;
   /** Asked after each yield to the event loop; true ends the run without a result. */
   readonly cancelled?: () => boolean;

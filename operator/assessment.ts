@@ -10,18 +10,21 @@
 import {
   checkScope,
   checkSubject,
-  HASH_PATTERN,
   DEFAULT_PREFIXES,
   isDateTime,
+  isTokenHash,
   mergeSubjects,
   publicRefusal,
   refusedPathForm,
   type PathPrefixes,
   SCOPE_FIELD,
+  SCOPE_KINDS,
   scopeKey,
   scopeOf,
+  specFor,
   tokensOf,
   validateProtectedScope,
+  withSpec,
   type FieldError,
   type ProtectedScope,
   type Scope,
@@ -31,91 +34,118 @@ import {
 export const PLACEHOLDER_HASH = `sha256:${'0'.repeat(64)}` as const;
 export const EPOCH = '1970-01-01T00:00:00.000Z';
 
-export interface Assessment {
-  readonly obj: ProtectedScope;
-  readonly name: string;
-  /** The scope, when the object names exactly one well-formed scope. */
-  readonly scope?: Scope;
-  /** Validation problems (empty for a valid object). */
-  readonly errors: readonly FieldError[];
-  /** The object as it goes into the snapshot: tokens sanitized as above; undefined when the object is left out. */
-  readonly sanitized?: ProtectedScope;
-  /**
-   * A valid object whose path svc-auth does not read as written: a refused form (`oapi/processes/x`, stored before
-   * the CRD refused it, or under other prefixes) or public at or above a prefix. It is compiled as it is written
-   * but never as public, and its status says so (Ready False with this reason).
-   */
-  readonly refused?: { readonly reason: 'RefusedPath' | 'PublicRefused'; readonly message: string };
+/**
+ * A valid object whose path svc-auth does not read as written: a refused form (`oapi/processes/x`, stored before
+ * the CRD refused it, or under other prefixes) or public at or above a prefix. It is compiled as it is written
+ * but never as public, and its status says so (Ready False with this reason).
+ */
+interface PathRefusal {
+  readonly reason: 'RefusedPath' | 'PublicRefused';
+  readonly message: string;
 }
 
-/** Why a valid object's path is not read as written (Assessment.refused), and the object as it is compiled then. */
-function refusalOf(obj: ProtectedScope, prefixes: PathPrefixes): Pick<Assessment, 'refused' | 'sanitized'> | undefined {
+/** A valid object: compiled as written (without `public` when its path is refused). */
+export interface ValidAssessment {
+  readonly valid: true;
+  readonly obj: ProtectedScope;
+  readonly name: string;
+  readonly scope: Scope;
+  /** The object as it goes into the snapshot. */
+  readonly sanitized: ProtectedScope;
+  readonly refused?: PathRefusal;
+}
+
+/**
+ * An invalid object. When its scope can still be read it is compiled sanitized (unreadable token records as
+ * expired placeholders, `closed: true` kept), so it stays closed; otherwise it is left out of the snapshot.
+ */
+export type InvalidAssessment = {
+  readonly valid: false;
+  readonly obj: ProtectedScope;
+  readonly name: string;
+  /** Validation problems, at least one. */
+  readonly errors: readonly FieldError[];
+} & ({ readonly scope: Scope; readonly sanitized: ProtectedScope } | { readonly scope?: undefined; readonly sanitized?: undefined });
+
+/** What the operator makes of one object: valid, or invalid with its errors (and then compiled sanitized, or left out). */
+export type Assessment = ValidAssessment | InvalidAssessment;
+
+/** An assessment whose object goes into the snapshot: every valid one, and an invalid one whose scope can be read. */
+export type IncludedAssessment = Assessment & { readonly scope: Scope; readonly sanitized: ProtectedScope };
+
+/** Why a valid object's path is not read as written, and the object as it is compiled then. */
+function refusalOf(obj: ProtectedScope, prefixes: PathPrefixes): Pick<ValidAssessment, 'refused' | 'sanitized'> | undefined {
   const path = obj.spec.path;
   if (path === undefined) return undefined;
   const form = refusedPathForm(path, prefixes);
   const isPublic = obj.spec.public === true;
   const notPublic = isPublic ? publicRefusal(path, prefixes) : undefined;
   if (form === undefined && notPublic === undefined) return undefined;
-  const { public: _dropped, ...spec } = obj.spec;
-  const sanitized = isPublic ? ({ ...obj, spec } as ProtectedScope) : obj;
+  const sanitized = isPublic ? withSpec(obj, { public: undefined }) : obj;
   const message = notPublic !== undefined ? `compiled as not public: ${notPublic}` : `compiled as written (a prefix path): ${form!}`;
   return { refused: { reason: form !== undefined ? 'RefusedPath' : 'PublicRefused', message }, sanitized };
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A field that should hold a list, as one: absent is none, a single item is a list of one. */
+const listOf = (v: unknown): readonly unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]);
 
 export function assess(obj: ProtectedScope, prefixes: PathPrefixes = DEFAULT_PREFIXES): Assessment {
   const name = obj.metadata?.name ?? '';
   const checked = validateProtectedScope(obj);
-  if (checked.ok) return { obj, name, scope: scopeOf(obj.spec), errors: [], sanitized: obj, ...refusalOf(obj, prefixes) };
+  if (checked.ok) return { valid: true, obj, name, scope: scopeOf(obj.spec), sanitized: obj, ...refusalOf(obj, prefixes) };
   const errors = checked.error;
-  const spec = isRecord(obj.spec) ? (obj.spec as Record<string, unknown>) : undefined;
-  const fields = spec ? (Object.entries(SCOPE_FIELD) as [Scope['kind'], string][]).filter(([, f]) => spec[f] !== undefined) : [];
-  if (fields.length !== 1) return { obj, name, errors };
-  const [kind, field] = fields[0]!;
-  const value = spec![field];
+  // The object failed validation: its spec is read as the untrusted data it is.
+  const raw: unknown = obj.spec;
+  const spec = isRecord(raw) ? raw : {};
+  const fields = SCOPE_KINDS.filter((kind) => spec[SCOPE_FIELD[kind]] !== undefined);
+  if (fields.length !== 1) return { valid: false, obj, name, errors };
+  const kind = fields[0]!;
+  const value = spec[SCOPE_FIELD[kind]];
   const checkedScope = typeof value === 'string' ? checkScope({ kind, value }) : undefined;
-  if (!checkedScope?.ok) return { obj, name, errors };
+  if (!checkedScope?.ok) return { valid: false, obj, name, errors };
   const scope = checkedScope.value;
-  const raw = Array.isArray(spec!.tokens) ? (spec!.tokens as unknown[]) : spec!.tokens === undefined ? [] : [spec!.tokens];
-  const tokens: TokenRecord[] = raw.map((t, i) => {
-    const r = isRecord(t) ? t : {};
-    const hashOk = typeof r.hash === 'string' && HASH_PATTERN.test(r.hash);
-    const expiryOk = r.expiresAt === undefined || isDateTime(r.expiresAt);
-    const id = typeof r.id === 'string' ? r.id : `invalid-${i}`;
-    const createdAt = isDateTime(r.createdAt) ? r.createdAt : EPOCH;
-    if (!hashOk || !expiryOk) return { id, hash: PLACEHOLDER_HASH, createdAt, expiresAt: EPOCH };
-    return { id, hash: r.hash as TokenRecord['hash'], createdAt, ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt as string } : {}) };
-  });
+  const tokens = listOf(spec.tokens).map(sanitizedRecord);
   // Subjects as for tokens: the valid ones still grant; a bad one keeps the scope closed (closed: true), as a
   // bad token record does through its expired placeholder.
-  const rawSubjects = Array.isArray(spec!.subjects) ? (spec!.subjects as unknown[]) : spec!.subjects === undefined ? [] : [spec!.subjects];
-  const checkedSubjects = rawSubjects.map((x) => (isRecord(x) ? checkSubject(x.kind, x.name) : undefined));
+  const checkedSubjects = listOf(spec.subjects).map((x) => (isRecord(x) ? checkSubject(x.kind, x.name) : undefined));
   const subjects = mergeSubjects([checkedSubjects.flatMap((c) => (c?.ok ? [c.value] : []))]);
   const badSubject = checkedSubjects.some((c) => !c?.ok);
   // `closed: true` survives the sanitizing: an invalid object never opens what it closed.
-  const closed = spec!.closed === true || badSubject;
-  const sanitized = {
-    ...obj, spec: { [field]: scope.value, tokens, ...(closed ? { closed: true } : {}), ...(subjects.length > 0 ? { subjects } : {}) },
-  } as unknown as ProtectedScope;
-  return { obj, name, scope, errors, sanitized };
+  const closed = spec.closed === true || badSubject;
+  const sanitized = { ...obj, spec: specFor(scope, { tokens, ...(closed ? { closed: true } : {}), ...(subjects.length > 0 ? { subjects } : {}) }) };
+  return { valid: false, obj, name, scope, errors, sanitized };
 }
 
-/** What the compiler keeps of one object between reconciles: everything that depends on its spec only. */
-export interface ObjectEntry {
+/** One token record of an invalid object: as it is when readable, else an expired placeholder that grants nothing. */
+function sanitizedRecord(t: unknown, i: number): TokenRecord {
+  const r = isRecord(t) ? t : {};
+  const id = typeof r.id === 'string' ? r.id : `invalid-${i}`;
+  const createdAt = isDateTime(r.createdAt) ? r.createdAt : EPOCH;
+  const hash = typeof r.hash === 'string' && isTokenHash(r.hash) ? r.hash : undefined;
+  const expiryOk = r.expiresAt === undefined || isDateTime(r.expiresAt);
+  if (hash === undefined || !expiryOk) return { id, hash: PLACEHOLDER_HASH, createdAt, expiresAt: EPOCH };
+  return { id, hash, createdAt, ...(isDateTime(r.expiresAt) ? { expiresAt: r.expiresAt } : {}) };
+}
+
+interface EntryCounts {
   readonly cacheKey: string;
-  readonly assessment: Assessment;
-  readonly scopeKey?: string;
   readonly tokenCount: number;
   readonly noExpiry: number;
   /** Expiry instants (ms), ascending. */
   readonly expiries: readonly number[];
 }
 
+/** An object compiled into its scope's line: its assessment and its scope's key. */
+export type IncludedEntry = EntryCounts & { readonly assessment: IncludedAssessment; readonly scopeKey: string };
+
+/** What the compiler keeps of one object between reconciles: everything that depends on its spec only. */
+export type ObjectEntry = IncludedEntry | (EntryCounts & { readonly assessment: InvalidAssessment; readonly scopeKey?: undefined });
+
 /** One object assessed, with its token counts and expiries ready for the compiler and the status. */
 export function entryFor(o: ProtectedScope, cacheKey: string, prefixes: PathPrefixes = DEFAULT_PREFIXES): ObjectEntry {
   const assessment = assess(o, prefixes);
-  if (!assessment.sanitized || !assessment.scope) return { cacheKey, assessment, tokenCount: 0, noExpiry: 0, expiries: [] };
+  if (assessment.sanitized === undefined) return { cacheKey, assessment, tokenCount: 0, noExpiry: 0, expiries: [] };
   const tokens = tokensOf(assessment.sanitized);
   const expiries: number[] = [];
   let noExpiry = 0;

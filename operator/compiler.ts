@@ -22,7 +22,7 @@ import {
   type Snapshot,
 } from '../core/index.js';
 import { finishInSlices } from '../lib/time-slice.js';
-import { entryFor, type Assessment, type ObjectEntry } from './assessment.js';
+import { entryFor, type Assessment, type IncludedEntry, type ObjectEntry } from './assessment.js';
 import { desiredFor, type Desired } from './desired-status.js';
 
 export interface Compilation {
@@ -44,7 +44,7 @@ export interface Compilation {
 
 interface GroupEntry {
   /** The object entries compiled into this group's line (identity-compared to detect a change). */
-  readonly entries: readonly ObjectEntry[];
+  readonly entries: readonly IncludedEntry[];
   readonly scope: Scope;
   /** The group's canonical snapshot line (absent when the scope is open), from core's compileSnapshot. */
   readonly line?: string;
@@ -54,7 +54,7 @@ interface GroupEntry {
 /** What the snapshot phase leaves for the status phase. */
 export interface SnapshotPhase {
   readonly snapshot: Snapshot;
-  readonly members: ReadonlyMap<string, { readonly scope: Scope; readonly entries: readonly ObjectEntry[] }>;
+  readonly members: ReadonlyMap<string, { readonly scope: Scope; readonly entries: readonly IncludedEntry[] }>;
   readonly entries: ReadonlyMap<string, ObjectEntry>;
 }
 
@@ -66,7 +66,7 @@ function runSync<T>(steps: Steps<T>): T {
   return r.value;
 }
 
-const byName = (a: ObjectEntry, b: ObjectEntry) => (a.assessment.name < b.assessment.name ? -1 : a.assessment.name > b.assessment.name ? 1 : 0);
+const byName = (a: IncludedEntry, b: IncludedEntry) => (a.assessment.name < b.assessment.name ? -1 : a.assessment.name > b.assessment.name ? 1 : 0);
 
 /**
  * Compiles a namespace incrementally: an object is assessed (validated, sanitized) once per generation and a
@@ -114,12 +114,12 @@ export class Compiler {
     this.objects = nextObjects;
 
     // 2. Groups by scope; a group's line is recompiled only when its objects (as entries) changed.
-    const members = new Map<string, { scope: Scope; entries: ObjectEntry[] }>();
+    const members = new Map<string, { scope: Scope; entries: IncludedEntry[] }>();
     for (const e of nextObjects.values()) {
       if (!e.scopeKey) continue;
       const m = members.get(e.scopeKey);
       if (m) m.entries.push(e);
-      else members.set(e.scopeKey, { scope: e.assessment.scope!, entries: [e] });
+      else members.set(e.scopeKey, { scope: e.assessment.scope, entries: [e] });
     }
     const nextGroups = new Map<string, GroupEntry>();
     let orderChanged = false;
@@ -131,7 +131,7 @@ export class Compiler {
         nextGroups.set(key, cached);
         continue;
       }
-      const part = compileSnapshot(entries.map((e) => e.assessment.sanitized!), this.config);
+      const part = compileSnapshot(entries.map((e) => e.assessment.sanitized), this.config);
       const group: GroupEntry = { entries, scope, ...(part.lines[0] !== undefined ? { line: part.lines[0] } : {}), tokens: part.tokenCount };
       if ((cached?.line !== undefined) !== (group.line !== undefined)) orderChanged = true;
       nextGroups.set(key, group);
@@ -166,14 +166,14 @@ export class Compiler {
     const scopeObjects = new Map<string, string[]>();
     const index = decisionIndexFor(phase, this.config);
     for (const [key, { entries }] of phase.members) {
-      const sanitized = entries.map((e) => e.assessment.sanitized!);
+      const sanitized = entries.map((e) => e.assessment.sanitized);
       const own = {
         tokens: entries.reduce((n, e) => n + e.tokenCount, 0),
         subjects: sanitized.reduce((n, o) => n + subjectsOf(o).length, 0),
         closedFlag: sanitized.some((o) => o.spec.closed === true),
         public: sanitized.some(publicByFlag),
       };
-      const s = enforcedState(index, entries[0]!.assessment.scope!, own, this.config);
+      const s = enforcedState(index, entries[0]!.assessment.scope, own, this.config);
       scopeStates.set(key, s.state);
       if (s.state === 'Closed') closedBy.set(key, s.by);
       if (s.state === 'Closed' && s.governing) coveredBy.set(key, s.governing);
@@ -204,7 +204,7 @@ function decisionIndexFor(phase: SnapshotPhase, prefixes: ScopeConfig): AccessIn
   const flagged: string[] = [];
   for (const e of phase.entries.values()) {
     const a = e.assessment;
-    if ((a.refused !== undefined || a.obj.spec?.public === true) && a.scope?.kind === 'path') flagged.push(a.scope.value);
+    if (((a.valid && a.refused !== undefined) || a.obj.spec?.public === true) && a.scope?.kind === 'path') flagged.push(a.scope.value);
   }
   if (flagged.length === 0) return undefined;
   // Only path scopes can cover an execution, a stations or jobs write, or a path outside the WAF and the API's

@@ -9,7 +9,7 @@ import type { ObjectEntry } from './assessment.js';
 /** The status the operator writes (the CRD's status schema). */
 export type ScopeStatus = ProtectedScopeStatus;
 
-export const READY = 'Ready';
+const READY = 'Ready';
 
 export interface Desired {
   readonly name: string;
@@ -19,7 +19,7 @@ export interface Desired {
 }
 
 /** The scope-wide facts an object's status repeats: its scope's state, why it is closed, its objects. */
-export interface ScopeFacts {
+interface ScopeFacts {
   readonly scopeStates: Map<string, OpenOrClosed>;
   readonly closedBy: Map<string, ClosedBy>;
   /** For a public scope closed because others' grants cover it: their keys. */
@@ -29,22 +29,22 @@ export interface ScopeFacts {
 
 /** One object's desired status: invalid and left out, or its scope's state and its own token counts. */
 export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, facts: ScopeFacts, nowIso: string): Desired {
-  const a = e.assessment;
   const name = o.metadata?.name ?? '';
   // The object's metadata.generation (the snapshot's generation is its content hash: another thing).
   const objectGeneration = o.metadata?.generation;
   const observed = objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {};
   const ready = readyCondition(o, objectGeneration, nowIso);
-  if (!a.sanitized || !a.scope || !e.scopeKey) {
-    return { name, status: { ...observed, conditions: [ready('False', 'Invalid', `left out of the snapshot: ${formatFieldErrors(a.errors)}`.slice(0, 2000))] } };
+  if (e.scopeKey === undefined) {
+    return { name, status: { ...observed, conditions: [ready('False', 'Invalid', `left out of the snapshot: ${formatFieldErrors(e.assessment.errors)}`.slice(0, 2000))] } };
   }
+  const a = e.assessment;
   const key = e.scopeKey;
   const state = facts.scopeStates.get(key) ?? 'Open';
   const others = (facts.scopeObjects.get(key) ?? []).filter((n) => n !== name);
   const subjects = subjectsOf(a.sanitized).length;
   const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, subjects, others.length, facts.coveredBy?.get(key));
   const condition =
-    a.errors.length > 0
+    !a.valid
       ? ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary})`.slice(0, 2000))
       // A path svc-auth does not read as written: compiled, never public, flagged until the object is replaced.
       : a.refused !== undefined

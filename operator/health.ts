@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import { parseListenAddress } from '../lib/listen-address.js';
 
 /** /healthz, /readyz and /metrics on one small node:http server (no framework needed for three routes). */
-export interface HealthChecks {
+interface HealthChecks {
   /** Process is alive and its loops are not wedged. */
   live(): { ok: boolean; detail: Record<string, unknown> };
   /** Ready to do its job (caches synced). */

@@ -25,7 +25,7 @@ export interface WorkQueueOptions<K> {
 }
 
 /** setTimeout fires at once for delays past 2^31-1 ms; longer waits are clamped (a relist comes sooner anyway). */
-export const MAX_DELAY_MS = 24 * 3600_000;
+const MAX_DELAY_MS = 24 * 3600_000;
 
 /** Keyed work, each key at most once at a time and coalesced while waiting; failures retried with backoff. */
 export class WorkQueue<K> {
@@ -81,11 +81,6 @@ export class WorkQueue<K> {
     }, delay);
     this.delayed.set(key, { at, timer });
     this.reportDepth();
-  }
-
-  /** Forgets a key's failure count (its next failure backs off from the start). */
-  forget(key: K): void {
-    this.failures.delete(key);
   }
 
   /** Stops accepting keys, drops waiting ones, resolves when in-flight work has finished. */

@@ -50,7 +50,7 @@ export interface ReconcilerOptions {
   readonly log?: Logger;
 }
 
-export interface ReconcileReport {
+interface ReconcileReport {
   readonly generation: string;
   readonly scopes: number;
   readonly tokens: number;
@@ -299,9 +299,9 @@ export class Reconciler {
     m.scopes.set({ state: 'Open' }, compiled.scopeStates.size - closed);
     m.tokens.set({ state: 'active' }, active);
     m.tokens.set({ state: 'expired' }, records - active);
-    m.invalid.set(compiled.assessments.filter((a) => a.errors.length > 0).length);
+    m.invalid.set(compiled.assessments.filter((a) => !a.valid).length);
     for (const reason of ['RefusedPath', 'PublicRefused'] as const) {
-      m.refusedPaths.set({ reason }, compiled.assessments.filter((a) => a.errors.length === 0 && a.refused?.reason === reason).length);
+      m.refusedPaths.set({ reason }, compiled.assessments.filter((a) => a.valid && a.refused?.reason === reason).length);
     }
     m.snapshotBytes.set(shards.reduce((n, s) => n + s.bytes, 0));
     m.shards.set(shards.length);

@@ -1,21 +1,16 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { hashToken, newProtectedScope, scopeObjectName, tokenIdOf, type ProtectedScope, type Scope } from '../../core/index.js';
-import { dirState, removeDir, tempDir } from '../../test/cli/harness.js';
-import { sleep } from '../../test/support/wait.js';
+import { dirState } from '../../test/cli/harness.js';
+import { tempDirsPerTest } from '../../test/support/temp-dirs.js';
 import { CliError } from '../errors.js';
 import type { Mutate } from './backend.js';
-import { DirectoryStore, LOCK_FILE } from './directory.js';
+import { DirectoryStore } from './directory.js';
+import { LOCK_FILE } from './directory-lock.js';
 
-const dirs: string[] = [];
-afterEach(() => dirs.splice(0).forEach(removeDir));
-const fresh = () => {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-};
+const fresh = tempDirsPerTest('svc-cli-');
 
 const topic: Scope = { kind: 'topic', value: 'a.b' };
 const rec = (token: string) => {
@@ -183,58 +178,13 @@ describe('DirectoryStore', () => {
     expect(only!.object.spec.tokens).toHaveLength(20);
   });
 
-  describe('the lock', () => {
-    it('waits for a live holder, then gives up with who holds it; nothing written', async () => {
-      const dir = fresh();
-      writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), since: '2026-11-21T10:00:00Z' }));
-      await expect(new DirectoryStore({ dir, lockTimeoutMs: 300 }).update(topic, add(topic, 'token-number-one-0001'))).rejects.toThrow(
-        new RegExp(`is locked by pid ${process.pid} on ${hostname()} .*remove .*\\.svc\\.lock \\(nothing was changed\\)`),
-      );
-      expect(readdirSync(dir)).toEqual([LOCK_FILE]);
-    });
-
-    it('a holder that lets go while it waits: the edit goes through then (it waited, it did not give up)', async () => {
-      const dir = fresh();
-      writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), since: '2026-11-21T10:00:00Z' }));
-      const edit = new DirectoryStore({ dir, lockTimeoutMs: 60_000 }).update(topic, add(topic, 'token-number-one-0001'));
-      let settled = false;
-      void edit.then(() => (settled = true), () => (settled = true));
-      await sleep(200);
-      expect(settled).toBe(false); // still waiting for the holder
-      unlinkSync(join(dir, LOCK_FILE));
-      await edit;
-      const [only] = await new DirectoryStore({ dir }).get(topic);
-      expect(only!.object.spec.tokens).toHaveLength(1);
-      expect(readdirSync(dir)).not.toContain(LOCK_FILE);
-    });
-
-    it('breaks a lock whose process is gone', async () => {
-      const dir = fresh();
-      writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 12345, host: hostname(), since: '2026-11-21T10:00:00Z' }));
-      await new DirectoryStore({ dir, lockTimeoutMs: 300 }).update(topic, add(topic, 'token-number-one-0001'));
-      expect(readdirSync(dir)).toEqual([`${scopeObjectName(topic)}.yaml`]);
-    });
-
-    it('breaks an empty lock only once it is old (a holder between create and write is not broken)', async () => {
-      const dir = fresh();
-      const lock = join(dir, LOCK_FILE);
-      writeFileSync(lock, '');
-      await expect(new DirectoryStore({ dir, lockTimeoutMs: 200 }).update(topic, add(topic, 'token-number-one-0001'))).rejects.toThrow(/is locked/);
-      const old = (Date.now() - 60_000) / 1000;
-      utimesSync(lock, old, old);
-      await new DirectoryStore({ dir, lockTimeoutMs: 200 }).update(topic, add(topic, 'token-number-one-0001'));
-      expect(existsSync(lock)).toBe(false);
-    });
-
-    it('a lock from another host is respected until it is very old', async () => {
-      const dir = fresh();
-      const lock = join(dir, LOCK_FILE);
-      writeFileSync(lock, JSON.stringify({ pid: 1, host: 'elsewhere', since: '2026-11-21T10:00:00Z' }));
-      await expect(new DirectoryStore({ dir, lockTimeoutMs: 100 }).update(topic, add(topic, 'token-number-one-0001'))).rejects.toThrow(/locked by pid 1 on elsewhere/);
-      const old = (Date.now() - 11 * 60_000) / 1000;
-      utimesSync(lock, old, old);
-      await new DirectoryStore({ dir, lockTimeoutMs: 100 }).update(topic, add(topic, 'token-number-one-0001'));
-    });
+  it('waits for a live holder of the lock, then gives up with who holds it; nothing written (directory-lock.test.ts has the rest)', async () => {
+    const dir = fresh();
+    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), since: '2026-11-21T10:00:00Z' }));
+    await expect(new DirectoryStore({ dir, lockTimeoutMs: 300 }).update(topic, add(topic, 'token-number-one-0001'))).rejects.toThrow(
+      new RegExp(`is locked by pid ${process.pid} on ${hostname()} .*remove .*\\.svc\\.lock \\(nothing was changed\\)`),
+    );
+    expect(readdirSync(dir)).toEqual([LOCK_FILE]);
   });
 
   it('a missing directory or a file instead of one: a clear error', async () => {
@@ -243,12 +193,6 @@ describe('DirectoryStore', () => {
     await expect(new DirectoryStore({ dir: join(dir, 'nope') }).update(topic, clearAll)).rejects.toThrow(/does not exist/);
     writeFileSync(join(dir, 'file'), '');
     await expect(new DirectoryStore({ dir: join(dir, 'file') }).list()).rejects.toThrow(/is not a directory/);
-  });
-
-  it('a lock path that is not a lock file (a directory) ends in a clear timeout, not a spin', async () => {
-    const dir = fresh();
-    mkdirSync(join(dir, LOCK_FILE));
-    await expect(new DirectoryStore({ dir, lockTimeoutMs: 200 }).update(topic, clearAll)).rejects.toThrow(/is locked by something else .*remove/);
   });
 });
 

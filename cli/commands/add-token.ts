@@ -11,6 +11,7 @@ import {
   scopeObjectName,
   tokenIdOf,
   tokensOf,
+  withSpec,
   type ProtectedScope,
   type Scope,
   type TokenRecord,
@@ -21,7 +22,7 @@ import { failure, usageError } from '../errors.js';
 import { isoSeconds, manifestOf, structured } from '../output.js';
 import { followUp, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
-export interface AddTokenOptions extends ScopeFlags {
+interface AddTokenOptions extends ScopeFlags {
   readonly expiresIn?: string;
   readonly expiresAt?: string;
   readonly description?: string;
@@ -77,8 +78,7 @@ export function addTokenMutation(scope: Scope, record: TokenRecord, namespace: s
     if (tokens.length >= MAX_TOKENS_PER_OBJECT) {
       throw failure(`${name} already holds the maximum of ${MAX_TOKENS_PER_OBJECT} tokens: remove unused or expired ones first (nothing was changed)`);
     }
-    const updated: ProtectedScope = { ...target, spec: { ...target.spec, tokens: [...tokens, record] } as ProtectedScope['spec'] };
-    return [updated];
+    return [withSpec(target, { tokens: [...tokens, record] })];
   };
 }
 

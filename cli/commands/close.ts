@@ -11,11 +11,11 @@ import { structured } from '../output.js';
 import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags, subjectCount } from './common.js';
 import { withFlagCleared, withFlagSet } from './spec-flags.js';
 
-export interface CloseOptions extends ScopeFlags {
+interface CloseOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }
 
-export function closeMutation(scope: Scope, namespace: string | undefined): Mutate {
+function closeMutation(scope: Scope, namespace: string | undefined): Mutate {
   return (current) => {
     // Public and closed contradict each other (the CRD refuses the pair): say so rather than write a refused object.
     if (current.some(publicByFlag)) throw usageError(`${scopeKey(scope)} is public (every method open): take that back first with public --off, then close it (nothing was changed)`);
@@ -23,7 +23,7 @@ export function closeMutation(scope: Scope, namespace: string | undefined): Muta
   };
 }
 
-export function openMutation(): Mutate {
+function openMutation(): Mutate {
   return (current) => withFlagCleared('closed', current);
 }
 

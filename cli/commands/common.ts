@@ -39,7 +39,7 @@ export interface ScopeFlags {
   readonly path?: string;
 }
 
-export const FLAG_OF_KIND: Record<ScopeKind, string> = { topic: '--topic-hierarchy', dataset: '--metadata-id', path: '--path' };
+const FLAG_OF_KIND: Record<ScopeKind, string> = { topic: '--topic-hierarchy', dataset: '--metadata-id', path: '--path' };
 const KIND_OF_OPTION: Record<keyof ScopeFlags, ScopeKind> = { topicHierarchy: 'topic', metadataId: 'dataset', path: 'path' };
 
 /**

@@ -3,14 +3,14 @@ import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { followUp, scopeArgs, scopeConfigOf, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
-export interface HasAccessOptions extends ScopeFlags {
+interface HasAccessOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
   /** Ask for an identity instead of a token: the username claim and the groups claim's entries. */
   readonly user?: string;
   readonly group?: readonly string[];
 }
 
-export interface AccessAnswer {
+interface AccessAnswer {
   readonly granted: boolean;
   readonly outcome: Decision['outcome'];
   readonly reason: string;

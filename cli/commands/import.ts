@@ -23,6 +23,7 @@ import {
   tokensOf,
   validateProtectedScope,
   formatFieldErrors,
+  withSpec,
   type ImportPlan,
   type PlannedScope,
   type ProtectedScope,
@@ -35,7 +36,7 @@ import { isoSeconds, structured } from '../output.js';
 import { scopeJson, scopeLabel, type CommandContext } from './common.js';
 import { readWis2boxStore } from './wis2box-store.js';
 
-export interface ImportOptions {
+interface ImportOptions {
   readonly dryRun?: boolean;
   /** Go on where the protection becomes narrower than wis2box-auth's (rows of no scope skipped, forms no scope closes). */
   readonly acceptNarrower?: boolean;
@@ -43,7 +44,7 @@ export interface ImportOptions {
 }
 
 /** Adds the records the scope does not hold yet to its own object; nothing when all are there (idempotent). */
-export function importMutation(scope: Scope, records: readonly TokenRecord[], namespace: string | undefined): Mutate {
+function importMutation(scope: Scope, records: readonly TokenRecord[], namespace: string | undefined): Mutate {
   const name = scopeObjectName(scope);
   return (current) => {
     const held = new Set(current.flatMap((o) => tokensOf(o).map((t) => t.hash)));
@@ -56,7 +57,7 @@ export function importMutation(scope: Scope, records: readonly TokenRecord[], na
     const target = current.find((o) => o.metadata.name === name) ?? newProtectedScope(scope, name, namespace, []);
     const tokens = [...tokensOf(target), ...fresh];
     if (tokens.length > MAX_TOKENS_PER_OBJECT) throw failure(`${name} would hold ${tokens.length} tokens (at most ${MAX_TOKENS_PER_OBJECT})`);
-    return [{ ...target, spec: { ...target.spec, tokens } as ProtectedScope['spec'] }];
+    return [withSpec(target, { tokens })];
   };
 }
 

@@ -12,12 +12,12 @@ import { scopeConfigOf, scopeFromFlags, scopeJson, scopeLabel, type CommandConte
 import { summarize, summaryState } from './show.js';
 import { withFlagCleared, withFlagSet } from './spec-flags.js';
 
-export interface PublicOptions extends ScopeFlags {
+interface PublicOptions extends ScopeFlags {
   readonly off?: boolean;
   readonly output: 'text' | 'json' | 'yaml';
 }
 
-export function publicMutation(scope: Scope, namespace: string | undefined): Mutate {
+function publicMutation(scope: Scope, namespace: string | undefined): Mutate {
   return (current) => {
     const closing = [
       current.some((o) => tokensOf(o).length > 0) ? 'tokens (remove-tokens)' : '',
@@ -29,7 +29,7 @@ export function publicMutation(scope: Scope, namespace: string | undefined): Mut
   };
 }
 
-export function notPublicMutation(): Mutate {
+function notPublicMutation(): Mutate {
   return (current) => withFlagCleared('public', current);
 }
 

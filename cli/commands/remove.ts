@@ -4,30 +4,26 @@
  * tokens), and a GitOps repository keeps a file whose diff shows the tokens leaving. Both backends do
  * the same; nothing is ever deleted.
  */
-import { closedByFlag, hashToken, importedIdOf, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, whyClosed, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
+import { closedByFlag, hashToken, importedIdOf, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, whyClosed, withSpec, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { followUp, scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
-export interface RemoveOptions extends ScopeFlags {
+interface RemoveOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }
 
-export interface RemoveTokenOptions extends RemoveOptions {
+interface RemoveTokenOptions extends RemoveOptions {
   readonly id?: string;
 }
 
-function withTokens(o: ProtectedScope, tokens: readonly TokenRecord[]): ProtectedScope {
-  return { ...o, spec: { ...o.spec, tokens } as ProtectedScope['spec'] };
-}
-
 export function removeAllMutation(): Mutate {
-  return (current) => current.filter((o) => tokensOf(o).length > 0).map((o) => withTokens(o, []));
+  return (current) => current.filter((o) => tokensOf(o).length > 0).map((o) => withSpec(o, { tokens: [] }));
 }
 
 /** What remove-token looks for: an id, or a token's hash (the token too, to recognise an imported PBKDF2 hash). */
-export interface TokenMatch {
+interface TokenMatch {
   id: string;
   hash?: string;
   /** The plaintext, kept in memory only: an imported hash can only be found by deriving it from the token. */
@@ -52,7 +48,7 @@ export function removeOneMutation(scope: Scope, match: TokenMatch, hint: string)
       const what = match.hash !== undefined ? `the given token (id ${match.id}) is not a token of ${scopeKey(scope)}` : `no token with id ${match.id} in ${scopeKey(scope)}`;
       throw failure(`${what}: list the ids with ${hint} (nothing was changed)`);
     }
-    return holders.map((o) => withTokens(o, tokensOf(o).filter((t) => !hit(t))));
+    return holders.map((o) => withSpec(o, { tokens: tokensOf(o).filter((t) => !hit(t)) }));
   };
 }
 

@@ -8,11 +8,11 @@ import type { StoredScope } from '../backends/backend.js';
 import { structured, table } from '../output.js';
 import { scopeConfigOf, scopeFromFlags, type CommandContext, type ScopeFlags } from './common.js';
 
-export interface ShowOptions extends ScopeFlags {
+interface ShowOptions extends ScopeFlags {
   readonly output: 'table' | 'text' | 'json' | 'yaml' | 'wcmp2';
 }
 
-export interface TokenSummary {
+interface TokenSummary {
   readonly id: string;
   readonly description?: string;
   readonly createdAt: string;
@@ -24,7 +24,7 @@ export interface TokenSummary {
   readonly imported?: true;
 }
 
-export interface ScopeSummary {
+interface ScopeSummary {
   readonly kind: ScopeKind;
   readonly value: string;
   /** As svc-auth enforces it (core's enforcedState). */
@@ -177,7 +177,7 @@ function expiryCell(t: TokenSummary): string {
 }
 
 /** One row per token (the scope's columns on its first row only), one row for a scope without tokens. */
-export function renderTable(summaries: readonly ScopeSummary[]): string {
+function renderTable(summaries: readonly ScopeSummary[]): string {
   // The SUBJECTS column only when a scope grants identities: tables of token-only scopes stay as they were.
   const withSubjects = summaries.some((s) => s.subjects.length > 0);
   const rows: string[][] = [];
@@ -202,7 +202,7 @@ export function summaryState(s: ScopeSummary): ScopeState {
 }
 
 
-export function renderText(summaries: readonly ScopeSummary[]): string {
+function renderText(summaries: readonly ScopeSummary[]): string {
   const blocks = summaries.map((s) => {
     const head = `${s.kind} ${s.value}: ${describeState(summaryState(s), s.tokenCount, s.subjects.length)}` +
       (s.tokenCount > 0 ? ` (${s.activeTokenCount} active)` : '') +
@@ -256,7 +256,7 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
  * Distribution Information / Access control": OpenAPI security scheme objects, `default` first), so a
  * publisher can tell discovery users that the data needs a token and how to present it.
  */
-export function wcmp2Security(scope: Scope): Record<string, { type: string; scheme?: string; in?: string; name?: string; description: string }> {
+function wcmp2Security(scope: Scope): Record<string, { type: string; scheme?: string; in?: string; name?: string; description: string }> {
   // A prefix path (`wis2downloader`) is a path of the host and everything below it, fetched like files.
   const prefix = scope.kind === 'path' && isPrefixPath(scope.value);
   const what = scope.kind === 'topic' ? `data under the topic ${scope.value}` : scope.kind === 'dataset' ? `the dataset ${scope.value}` : prefix ? `/${scope.value} and everything below it` : `${scope.value}`;

@@ -3,9 +3,9 @@
  * and `public` (svc auth public [--off]). A scope may be held by several objects (the CLI's own and
  * hand-written ones); the rules for which object gets a flag, and which lose it, are the same for both.
  */
-import { closedByFlag, newProtectedScope, publicByFlag, scopeObjectName, type ProtectedScope, type Scope } from '../../core/index.js';
+import { closedByFlag, newProtectedScope, publicByFlag, scopeObjectName, withSpec, type ProtectedScope, type Scope } from '../../core/index.js';
 
-export type SpecFlag = 'closed' | 'public';
+type SpecFlag = 'closed' | 'public';
 
 /** Whether an object says the flag: core's predicates, the ones the compiler and the CLI's checks use. */
 const SAYS: Record<SpecFlag, (o: ProtectedScope) => boolean> = { closed: closedByFlag, public: publicByFlag };
@@ -18,14 +18,10 @@ export function withFlagSet(flag: SpecFlag, scope: Scope, namespace: string | un
   if (current.some(SAYS[flag])) return [];
   const name = scopeObjectName(scope);
   const target = current.find((o) => o.metadata.name === name) ?? current[0] ?? newProtectedScope(scope, name, namespace, []);
-  return [{ ...target, spec: { ...target.spec, [flag]: true } }];
+  return [withSpec(target, { [flag]: true })];
 }
 
 /** The objects to write so that none says `flag`: each one that does, without the field (not `false`: nothing lost, nothing added). */
 export function withFlagCleared(flag: SpecFlag, current: readonly ProtectedScope[]): ProtectedScope[] {
-  return current.filter(SAYS[flag]).map((o): ProtectedScope => {
-    const spec: Record<string, unknown> = { ...o.spec };
-    delete spec[flag];
-    return { ...o, spec: spec as ProtectedScope['spec'] };
-  });
+  return current.filter(SAYS[flag]).map((o) => withSpec(o, { [flag]: undefined }));
 }

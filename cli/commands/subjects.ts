@@ -6,6 +6,7 @@
  */
 import {
   describeState, MAX_SUBJECTS_PER_OBJECT, mergeSubjects, newProtectedScope, publicByFlag, scopeKey, scopeObjectName, stateOf, subjectKey, subjectsOf, tokensOf, closedByFlag, checkSubject,
+  withSpec,
   type ProtectedScope, type Scope, type Subject,
 } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
@@ -13,7 +14,7 @@ import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { followUp, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
 
-export interface SubjectOptions extends ScopeFlags {
+interface SubjectOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
   readonly user?: string;
   readonly group?: string;
@@ -29,13 +30,12 @@ function subjectFrom(ctx: CommandContext, options: SubjectOptions): Subject {
 }
 
 function withSubjects(o: ProtectedScope, subjects: readonly Subject[]): ProtectedScope {
-  const { subjects: _old, ...spec } = o.spec;
-  return { ...o, spec: (subjects.length > 0 ? { ...spec, subjects } : spec) as ProtectedScope['spec'] };
+  return withSpec(o, { subjects: subjects.length > 0 ? subjects : undefined });
 }
 
 const listed = (o: ProtectedScope, s: Subject) => subjectsOf(o).some((x) => subjectKey(x) === subjectKey(s));
 
-export function addSubjectMutation(scope: Scope, subject: Subject, namespace: string | undefined): Mutate {
+function addSubjectMutation(scope: Scope, subject: Subject, namespace: string | undefined): Mutate {
   const name = scopeObjectName(scope);
   return (current) => {
     // A subject closes the scope, which public contradicts (the CRD refuses the pair).
@@ -49,7 +49,7 @@ export function addSubjectMutation(scope: Scope, subject: Subject, namespace: st
   };
 }
 
-export function removeSubjectMutation(scope: Scope, subject: Subject, hint: string): Mutate {
+function removeSubjectMutation(scope: Scope, subject: Subject, hint: string): Mutate {
   return (current, attempt) => {
     const holders = current.filter((o) => listed(o, subject));
     // On a retry a concurrent removal may have done it already: that is the outcome asked for.

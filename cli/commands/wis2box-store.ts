@@ -15,9 +15,9 @@ import { MAX_SALT_BYTES, MAX_WIS2BOX_TOPIC_CHARS, type Wis2boxRow } from '../../
 import { CliError, usageError } from '../errors.js';
 
 /** Larger than any token store (a row is ~150 bytes) by far, small enough to hold in memory. */
-export const MAX_STORE_BYTES = 64 * 1024 * 1024;
+const MAX_STORE_BYTES = 64 * 1024 * 1024;
 /** Rows read at most: tokens are handed out one partner at a time, and a scope holds at most 1,000. */
-export const MAX_ROWS = 10_000;
+const MAX_ROWS = 10_000;
 /** SQLite's own heap while reading (page cache, one row): far above what reading a table needs. */
 const HEAP_LIMIT_BYTES = 64 * 1024 * 1024;
 const COLUMNS = ['salt', 'key', 'topic'] as const;

@@ -8,7 +8,7 @@ import { API_GROUP_VERSION } from '../protected-scope.js';
 import { err, ok, type Result } from '../result.js';
 import type { Snapshot } from './lines.js';
 
-export interface SnapshotHeader {
+interface SnapshotHeader {
   readonly apiVersion: typeof API_GROUP_VERSION;
   readonly kind: 'Snapshot';
   readonly generation: string;
@@ -40,7 +40,7 @@ export function parseSnapshotHeader(line: string): Result<SnapshotHeader> {
 }
 
 /** A verified single-file snapshot: its header and its scope lines (each line still to be parsed). */
-export type SnapshotFile = { header: SnapshotHeader; lines: string[] };
+type SnapshotFile = { header: SnapshotHeader; lines: string[] };
 
 /**
  * Parses and verifies the single-file form: header, line count and generation must agree, or the whole file is

@@ -4,8 +4,8 @@
  * this eagerly, the Kubernetes client only when that source is chosen.
  */
 export const FIELD_MANAGER = 'svc-operator';
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY = 'svc-operator';
+const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+const MANAGED_BY = 'svc-operator';
 export const SNAPSHOT_LABEL = 'auth.svc.io/snapshot';
 export const ROLE_LABEL = 'auth.svc.io/snapshot-role';
 export const DIGEST_ANNOTATION = 'auth.svc.io/digest';
@@ -16,7 +16,7 @@ export const DEFAULT_SNAPSHOT_NAME = 'svc-auth-snapshot';
 /** ~700 KiB: a shard ConfigMap stays well under the 1 MiB object limit with its metadata. */
 export const DEFAULT_SHARD_MAX_BYTES = 700 * 1024;
 
-export type SnapshotRole = 'index' | 'shard';
+type SnapshotRole = 'index' | 'shard';
 
 /** `<snapshot-name>-<first 16 hex of the shard digest>`; content-addressed, so a name never changes content. */
 export function shardConfigMapName(snapshotName: string, digest: string): string {

@@ -29,7 +29,7 @@ export interface VerifiedSnapshot {
   readonly cached: number;
 }
 
-export interface SnapshotReaderOptions {
+interface SnapshotReaderOptions {
   readonly snapshotName: string;
   /** A list-watch of the snapshot index ConfigMap (a field selector on its name). */
   readonly snapshotIndexWatch: ListWatch<ConfigMapObject>;

@@ -25,7 +25,7 @@ export class NotLeaderError extends Error {
   }
 }
 
-export interface SnapshotWriterOptions {
+interface SnapshotWriterOptions {
   readonly snapshotName: string;
   readonly client: ConfigMapClient;
   /** The ConfigMaps labelled for this snapshot, from an informer. */
@@ -37,7 +37,7 @@ export interface SnapshotWriterOptions {
   readonly onWrite?: (kind: 'shard' | 'index' | 'delete', name: string) => void;
 }
 
-export interface WriteOutcome {
+interface WriteOutcome {
   readonly shardsWritten: number;
   readonly snapshotIndexWritten: boolean;
   readonly deleted: number;
@@ -55,10 +55,6 @@ export class SnapshotWriter {
 
   constructor(private readonly opts: SnapshotWriterOptions) {
     this.now = opts.now ?? Date.now;
-  }
-
-  get snapshotIndexName(): string {
-    return this.opts.snapshotName;
   }
 
   /** The snapshot index text last written or found current; the operator ignores the informer's echo of it. */
@@ -184,7 +180,7 @@ export class SnapshotWriter {
 }
 
 /** Runs fn over items with at most `limit` at once; rejects with the first error after all have settled. */
-export async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   let firstError: unknown;
   let failed = false;

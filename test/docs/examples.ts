@@ -1,7 +1,7 @@
 // The examples the documentation gives — `svc` commands in fenced blocks (and NOTES.txt's indented lines), and the
 // proxy annotations it names — read out of the text, and checked against what they describe: the CLI's own
 // commander parser (actions stubbed, nothing runs) and the manifests in deploy/.
-import { CommanderError, type Command } from 'commander';
+import { CommanderError, type CommandUnknownOpts as Command } from '@commander-js/extra-typings';
 import { loadAll } from 'js-yaml';
 import { scopeFromFlags, type ScopeFlags } from '../../cli/commands/common.js';
 import { DEFAULT_PREFIXES } from '../../core/index.js';
