@@ -179,8 +179,10 @@ const series = (r: QueryResult): number => r.data?.result.length ?? 0;
       const now = await firing();
       return ['SvcAuthJwksFetchFailures firing', 'SvcAuthMisdirectedRequests firing', 'SvcAuthTokensExpiring pending'].every((a) => now.includes(a));
     }, 30_000, 500);
-    // Two refusal kinds grew from nothing within the minute: the surge alerts may be pending (their `for` is 2m).
-    const quiet = (await firing()).filter((a) => !/^SvcAuth(JwksFetchFailures|MisdirectedRequests) firing$|^SvcAuthTokensExpiring pending$|^SvcAuth(RefusalSurge|MalformedSurge) pending$/.test(a));
+    // Two refusal kinds grew from nothing within the minute: the surge alerts may be pending (their `for` is 2m). The
+    // provoked JWKS failures make their requests wait out the key load's deadline, so on a loaded machine the latency
+    // alert may be pending too (CI saw it with other suites running); its `for` keeps it from firing, which stays refused.
+    const quiet = (await firing()).filter((a) => !/^SvcAuth(JwksFetchFailures|MisdirectedRequests) firing$|^SvcAuthTokensExpiring pending$|^SvcAuth(RefusalSurge|MalformedSurge|DecisionLatencyHigh) pending$/.test(a));
     expect(quiet).toEqual([]);
   }, TIMEOUT);
 });
