@@ -866,3 +866,139 @@ describe('a public scope never opens what anything else closes (issue 27, item 1
     expect(outcome(decideForScope(index, path('oapi/jobs/1'), T.unknown, NOW))).toBe(outcome(ask(index, 'DELETE', '/oapi/jobs/1', bearer(T.unknown))));
   });
 });
+
+// The edges a mutation run over core/decide.ts (npm run test:mutation, issue 27) found unpinned: each test below
+// fails for some small change of decide.ts that the tests above let through. Existing behaviour only.
+describe('edges: prefixes and areas', () => {
+  it('parsePrefix folds case, and its refusal says what to use', () => {
+    expect(parsePrefix('/Files/WAF')).toEqual(['files', 'waf']);
+    expect(() => parsePrefix('/')).toThrow('invalid path prefix "/": use a path such as /data');
+    expect(() => parsePrefix('/a/..')).toThrow('invalid path prefix "/a/..": use a path such as /data');
+  });
+  it('the prefix itself is in its area', () => {
+    expect(ask(world, 'GET', '/data')).toEqual({ outcome: 'open', area: 'waf', path: '/data' });
+    expect(ask(world, 'POST', '/oapi')).toEqual({ outcome: 'open', area: 'api', path: '/oapi' });
+    expect(ask(world, 'POST', '/oapi/collections')).toEqual({ outcome: 'open', area: 'api', path: '/oapi/collections' });
+    expect(ask(world, 'POST', '/oapi/processes')).toEqual({ outcome: 'open', area: 'api', path: '/oapi/processes' });
+    const twoLevels: AccessConfig = { ...DEFAULT_CONFIG, wafPrefix: parsePrefix('/files/waf') };
+    expect(ask(world, 'GET', '/files/waf', undefined, twoLevels)).toEqual({ outcome: 'open', area: 'waf', path: '/files/waf' });
+    expect(ask(world, 'GET', '/files', undefined, twoLevels)).toEqual({ outcome: 'open', area: 'other', path: '/files' });
+    expect(ask(world, 'GET', '/files/x/origin/a/wis2/mw-met/data/core', undefined, twoLevels)).toEqual({ outcome: 'open', area: 'other', path: '/files/x/origin/a/wis2/mw-met/data/core' });
+  });
+  it('the topic levels start right after the prefix, and "metadata" only there makes it open', () => {
+    const index = indexOf([{ scope: topic('waf.metadata'), token: T.core }]);
+    const twoLevels: AccessConfig = { ...DEFAULT_CONFIG, wafPrefix: parsePrefix('/files/waf') };
+    expect(outcome(ask(index, 'GET', '/files/waf/metadata/x', undefined, twoLevels))).toBe('open');
+    expect(outcome(ask(index, 'GET', '/files/waf/x/waf/metadata/y', undefined, twoLevels))).toBe('no-token');
+    expect(outcome(ask(indexOf([{ scope: topic('metadata.x'), token: T.core }]), 'GET', '/data/y/metadata/x'))).toBe('no-token');
+  });
+});
+
+describe('edges: an unstated method is never a safe one', () => {
+  it('stations, discovery metadata and processes are governed as for a write', () => {
+    const index = indexOf([{ scope: topic('discovery-metadata'), token: T.core }]);
+    const ask0 = (i: AccessIndex, target: string) => decide(i, DEFAULT_CONFIG, { method: null, target, authorization: undefined }, NOW);
+    expect(ask0(world, '/oapi/collections/stations/items')).toMatchObject({ outcome: 'no-token', governing: [STATIONS] });
+    expect(ask0(EMPTY_INDEX, '/oapi/collections/stations')).toMatchObject({ outcome: 'no-token', closedByDefault: true });
+    expect(ask0(index, '/oapi/collections/discovery-metadata/items')).toMatchObject({ outcome: 'no-token' });
+    expect(ask0(world, '/oapi/processes/svc-x/execution')).toMatchObject({ outcome: 'no-token', governing: [SVC] });
+    expect(ask0(EMPTY_INDEX, '/oapi/processes/x')).toMatchObject({ outcome: 'no-token', closedByDefault: true });
+    expect(ask0(world, CORE_FILE)).toMatchObject({ outcome: 'no-token', governing: [CORE] });
+  });
+  it('only GET, HEAD and OPTIONS, exactly so, are safe', () => {
+    for (const method of ['GET', 'HEAD', 'OPTIONS']) expect(outcome(ask(world, method, '/oapi/collections/stations/items'))).toBe('open');
+    for (const method of ['', 'GET ', 'head', 'Options', 'CONNECT']) expect(outcome(ask(world, method, '/oapi/collections/stations/items'))).toBe('no-token');
+  });
+});
+
+describe('edges: the default-closed stand-in of a process', () => {
+  const standIn = (id: string) => governing(ask(EMPTY_INDEX, 'POST', `/oapi/processes/${id}/execution`));
+  it('an id of up to 200 characters that could be a scope\'s names processes/<id>; a longer one, processes', () => {
+    expect(standIn('a'.repeat(200))).toEqual([`path:processes/${'a'.repeat(200)}`]);
+    expect(standIn('a'.repeat(201))).toEqual(['path:processes']);
+  });
+  it.each([
+    ['a', 'path:processes/a'],
+    ['a-b_c-9', 'path:processes/a-b_c-9'],
+    ['svc-Synop2bufr', 'path:processes/svc-synop2bufr'],
+    ['0_9', 'path:processes/0_9'],
+    ['z', 'path:processes/z'],
+    ['.a', 'path:processes'],
+    ['a.', 'path:processes'],
+    ['-a', 'path:processes'],
+    ['a-', 'path:processes'],
+    ['a--b', 'path:processes'],
+    ['a%20b', 'path:processes'],
+    ['a:b', 'path:processes'],
+    ['%C3%A9', 'path:processes'],
+  ])('%s → %s', (id, key) => {
+    expect(standIn(id)).toEqual([key]);
+  });
+  it('the stand-in is closed by default and holds no token; OPTIONS is not governed', () => {
+    expect(ask(world, 'POST', '/oapi/processes/p/execution', bearer(T.svc))).toEqual({
+      outcome: 'insufficient-scope',
+      area: 'api',
+      path: '/oapi/processes/p/execution',
+      governing: [path('processes/p')],
+      closedByDefault: true,
+      tokenId: idOf(T.svc),
+    });
+    expect(outcome(ask(EMPTY_INDEX, 'OPTIONS', '/oapi/processes/p/execution'))).toBe('open');
+  });
+});
+
+describe('edges: token length and expiry', () => {
+  it('a token of exactly the longest length grants; its records are looked up', () => {
+    const longest = `x${'y'.repeat(511)}`;
+    expect(longest).toHaveLength(512);
+    const index = indexOf([{ scope: OBS, token: longest }]);
+    expect(ask(index, 'GET', OBS_FILE, bearer(longest))).toMatchObject({ outcome: 'granted', tokenId: idOf(longest) });
+    expect(ask(index, 'GET', OBS_FILE, bearer(`${longest}y`))).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
+    expect(ask(index, 'GET', OBS_FILE, bearer(`z${'y'.repeat(511)}`))).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
+  });
+  it('a token held elsewhere counts as another scope\'s until its expiry instant, then as unknown', () => {
+    const t = tok('elsewhere-edge');
+    const index = indexOf([
+      { scope: OBS, token: T.obs },
+      { scope: OTHER, token: t, expiresAt: '2026-11-21T12:00:00Z' },
+    ]);
+    const at = (now: number) => decide(index, DEFAULT_CONFIG, { method: 'GET', target: OBS_FILE, authorization: bearer(t) }, now);
+    expect(at(NOW - 1)).toMatchObject({ outcome: 'insufficient-scope', tokenId: idOf(t) });
+    expect(at(NOW)).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
+  });
+  it('an expired record is "expired" with the token id; a record of another governing scope is still tried', () => {
+    const t = tok('expired-and-valid');
+    const index = indexOf([
+      { scope: OBS, token: t, expiresAt: PAST },
+      { scope: CORE, token: t },
+    ]);
+    const both = '/data/2026-11-21/wis/origin/a/wis2/mw-met/data/core/urn:wmo:md:mw-met:obs/x.bufr4';
+    expect(ask(index, 'GET', both, bearer(t))).toMatchObject({ outcome: 'granted', scope: CORE, expiresAt: Infinity });
+    expect(ask(index, 'GET', OBS_FILE, bearer(t))).toEqual({ outcome: 'invalid-token', area: 'waf', path: OBS_FILE, governing: [OBS], closedByDefault: false, why: 'expired', tokenId: idOf(t) });
+  });
+});
+
+describe('edges: decideForScope, answer by answer', () => {
+  it('each kind of scope, with the area and the governing scopes of its answer', () => {
+    expect(decideForScope(world, CORE, T.obs, NOW)).toEqual({ outcome: 'insufficient-scope', area: 'other', path: '', governing: [CORE], closedByDefault: false, tokenId: idOf(T.obs) });
+    expect(decideForScope(world, OBS, T.unknown, NOW)).toEqual({ outcome: 'invalid-token', area: 'other', path: '', governing: [OBS], closedByDefault: false, why: 'unknown' });
+    expect(decideForScope(world, STATIONS, T.svc, NOW)).toEqual({ outcome: 'insufficient-scope', area: 'api', path: '', governing: [STATIONS], closedByDefault: false, tokenId: idOf(T.svc) });
+    expect(decideForScope(world, path('processes/svc-x'), T.svc, NOW)).toMatchObject({ outcome: 'granted', area: 'api', governing: [SVC], scope: SVC });
+    expect(decideForScope(world, topic('origin.a'), T.obs, NOW)).toEqual({ outcome: 'open', area: 'other', path: '' });
+    expect(decideForScope(world, dataset('urn:wmo:md'), T.obs, NOW)).toEqual({ outcome: 'open', area: 'other', path: '' });
+  });
+  it('a path no scope covers is closed by default, unless it is a prefix path or paths are open by default', () => {
+    expect(decideForScope(indexOf([{ scope: SVC, token: T.svc }]), path('collections/stations'), T.svc, NOW)).toEqual({
+      outcome: 'insufficient-scope', area: 'api', path: '', governing: [STATIONS], closedByDefault: true, tokenId: idOf(T.svc),
+    });
+    expect(decideForScope(world, path('processes/p'), T.svc, NOW)).toMatchObject({ outcome: 'insufficient-scope', governing: [path('processes/p')], closedByDefault: true });
+    expect(decideForScope(EMPTY_INDEX, path('processes/p'), T.svc, NOW, { ...DEFAULT_CONFIG, openPathsByDefault: true })).toEqual({ outcome: 'open', area: 'api', path: '' });
+    expect(decideForScope(EMPTY_INDEX, path('wis2downloader'), T.svc, NOW)).toEqual({ outcome: 'open', area: 'other', path: '' });
+  });
+  it('a topic, a dataset and a process are found by their more general scopes, case-folded', () => {
+    expect(decideForScope(world, topic('Origin.A.wis2.mw-met.data.core.x'), T.core, NOW)).toMatchObject({ outcome: 'granted', scope: CORE });
+    expect(decideForScope(world, dataset('URN:wmo:md:mw-met:obs:x:y'), T.obs, NOW)).toMatchObject({ outcome: 'granted', scope: OBS });
+    expect(decideForScope(world, path('Processes/SVC-x-y'), T.svc, NOW)).toMatchObject({ outcome: 'granted', scope: SVC });
+    expect(decideForScope(world, path('Collections/Stations'), T.stations, NOW)).toMatchObject({ outcome: 'granted', scope: STATIONS });
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { normalizeTarget, stripOrigin } from './normalize.js';
+import { normalizeTarget, sameTarget, stripOrigin } from './normalize.js';
 
 // docs/access-rules.md "Normalization": split off query and fragment, decode each segment once, refuse what
 // could make proxy, svc-auth and backend disagree, collapse `//`, drop `.`, resolve `..` never above root.
@@ -222,5 +222,195 @@ describe('the normalized path', () => {
     expect(t.ok && t.path).toBe('/data/2026/wis/x.bufr4');
     const u = normalizeTarget('/data//x/./y/../z%41/');
     expect(u.ok && u.path).toBe('/data/x/zA');
+  });
+});
+
+// The edges a mutation run (npm run test:mutation, issue 27) found unpinned: each test below fails for some
+// small change of core/normalize.ts that the tests above let through.
+describe('edges: the length limit, the empty query, the reasons', () => {
+  it('a target of exactly 8,192 characters is read; one more is refused', () => {
+    const atLimit = `/${'a'.repeat(8191)}`;
+    expect(atLimit).toHaveLength(8192);
+    expect(segs(atLimit)).toEqual(['a'.repeat(8191)]);
+    expect(normalizeTarget(`${atLimit}b`)).toEqual({ ok: false, reason: 'the request target is too long' });
+    // The limit counts the query too.
+    expect(normalizeTarget(`/a?${'q'.repeat(8190)}`).ok).toBe(false);
+    expect(normalizeTarget(`/a?${'q'.repeat(8189)}`).ok).toBe(true);
+  });
+  it('no "?" and a "?" with nothing after it both give the empty query', () => {
+    expect(normalizeTarget('/a')).toEqual({ ok: true, segments: ['a'], path: '/a', query: '' });
+    expect(normalizeTarget('/a?')).toEqual({ ok: true, segments: ['a'], path: '/a', query: '' });
+    expect(normalizeTarget('/?')).toEqual({ ok: true, segments: [], path: '/', query: '' });
+    expect(normalizeTarget('/a??')).toEqual({ ok: true, segments: ['a'], path: '/a', query: '?' });
+  });
+  it('each refusal says why', () => {
+    expect(normalizeTarget('')).toEqual({ ok: false, reason: 'the path must start with "/"' });
+    expect(normalizeTarget('a/b')).toEqual({ ok: false, reason: 'the path must start with "/"' });
+    expect(normalizeTarget('/a b')).toEqual({ ok: false, reason: 'the request target has raw whitespace or a control character' });
+    expect(normalizeTarget('/a?b c')).toEqual({ ok: false, reason: 'the request target has raw whitespace or a control character' });
+    expect(normalizeTarget('/a?b\x7f')).toEqual({ ok: false, reason: 'the request target has raw whitespace or a control character' });
+    expect(normalizeTarget('/a%2Fb')).toEqual({ ok: false, reason: 'the path has a forbidden or invalid character or encoding' });
+    expect(normalizeTarget('/a;b')).toEqual({ ok: false, reason: 'the path has a forbidden or invalid character or encoding' });
+    expect(normalizeTarget('/a?b#c')).toEqual({ ok: false, reason: 'the request target has a "#"' });
+  });
+  it('a control anywhere wins over a refused segment, and a "#" over a refused segment, whichever comes first', () => {
+    const control = 'the request target has raw whitespace or a control character';
+    expect(normalizeTarget('/a;b/c d')).toEqual({ ok: false, reason: control });
+    expect(normalizeTarget('/a%2Fb/c?d e')).toEqual({ ok: false, reason: control });
+    expect(normalizeTarget('/a\\b/#c')).toEqual({ ok: false, reason: 'the request target has a "#"' });
+    expect(normalizeTarget('/a#b/c;d')).toEqual({ ok: false, reason: 'the request target has a "#"' });
+    expect(normalizeTarget('/a#b c')).toEqual({ ok: false, reason: control });
+  });
+  it('a refused segment refuses the whole path, whatever follows it (also ".." that would remove it)', () => {
+    expect(refused('/a%2Fb/..')).toBe(true);
+    expect(refused('/a;b/../c')).toBe(true);
+    expect(refused('/a/%zz/../b')).toBe(true);
+    expect(refused('/a/%zz/b/c')).toBe(true);
+  });
+});
+
+describe('edges: hex digits', () => {
+  it('every hex digit, either case, at either place', () => {
+    // '0', '9', 'a'/'A' and 'f'/'F' are the edges of the three ranges.
+    expect(segs('/%30%39/%6f%6F/%4f%4F/%5f/%7e/%3a%3A/%2a%2A')).toEqual(['09', 'oo', 'OO', '_', '~', '::', '**']);
+    expect(segs('/%41%61/%46%66')).toEqual(['Aa', 'Ff']);
+  });
+  it('a character next to a hex range is not a hex digit, as first or second digit', () => {
+    // '/' ':' (either side of 0-9), '@' 'G' (of A-F), '`' 'g' (of a-f), and letters beyond: once decoded
+    // as digits they would give printable, allowed characters ('0', '?', 'A', '_' ...).
+    for (const x of ['/', ':', '@', 'G', '`', 'g', 'x', 'X', 'z', '!']) {
+      for (const pct of [`%${x}0`, `%4${x}`, `%2${x}`, `%3${x}`, `%6${x}`, `%${x}`, `%${x}${x}`]) {
+        expect([pct, normalizeTarget(`/a${pct}b`).ok]).toEqual([pct, false]);
+      }
+    }
+  });
+  it('one invalid digit refuses even when the other is valid and the bytes would make valid UTF-8', () => {
+    // 'x' read as -1: -1 * 16 + 0 is the byte 0xF0, which leads a 4-byte sequence.
+    expect(refused('/%x0%9F%98%80')).toBe(true);
+    expect(segs('/%F0%9F%98%80')).toEqual(['\u{1F600}']);
+    expect(refused('/a%4xb')).toBe(true);
+    expect(refused('/%C2%:0')).toBe(true);
+  });
+  it('a "%" at the very end of a segment, or with one digit before the end or a "/"', () => {
+    for (const t of ['/a%', '/a%4', '/a%/b', '/a%4/b', '/a%?x', '/a%4?x', '/%', '/%%41']) expect([t, refused(t)]).toEqual([t, true]);
+  });
+});
+
+describe('edges: raw bytes, UTF-8 and controls after decoding', () => {
+  it('a raw byte >= 0x80 is read as a UTF-8 byte: alone, it is invalid UTF-8 and refused', () => {
+    for (let b = 0x80; b <= 0xff; b++) expect([b, refused(`/a${String.fromCharCode(b)}b`)]).toEqual([b, true]);
+    // 0xC2 0x80..0x9F are the C1 controls; 0xC2 0xA0 is the first character after them.
+    expect(refused('/a\u00c2\u0080b')).toBe(true);
+    expect(segs('/a\u00c2\u00a0b')).toEqual(['a\u00a0b']);
+    expect(segs('/\u00e2\u0082\u00ac')).toEqual(['€']);
+  });
+  it('raw bytes and percent-encoded bytes make one UTF-8 sequence together', () => {
+    expect(segs('/caf\u00c3%A9')).toEqual(['café']);
+    expect(segs('/caf%C3\u00a9')).toEqual(['café']);
+    expect(refused('/caf%C3\u00e9')).toBe(true);
+  });
+  it('a character above 0xff (not a latin1 byte) is taken as the character itself, UTF-8 encoded', () => {
+    expect(segs('/\u20ac')).toEqual(['€']);
+    expect(segs('/a\u0100b')).toEqual(['a\u0100b']);
+    expect(segs('/\u20ac%41')).toEqual(['€A']);
+  });
+  it('invalid UTF-8 is refused, raw or encoded, whatever surrounds it', () => {
+    for (const t of ['/\u00c3', '/\u00c3(', '/a%C3', '/%C3%28', '/%FF', '/%FE', '/%F8%88%80%80%80', '/%F4%90%80%80', '/%C0%80', '/ok/%E2%82/ok']) {
+      expect([t, refused(t)]).toEqual([t, true]);
+    }
+  });
+  it('the C0 and C1 controls are refused decoded, to their very edges; their neighbours are kept', () => {
+    expect(refused('/a%1Fb')).toBe(true);
+    expect(segs('/a%20b')).toEqual(['a b']);
+    expect(segs('/a%7Eb')).toEqual(['a~b']);
+    expect(refused('/a%7Fb')).toBe(true);
+    expect(refused('/a%C2%80b')).toBe(true);
+    expect(refused('/a%C2%9Fb')).toBe(true);
+    expect(segs('/a%C2%A0b')).toEqual(['a\u00a0b']);
+    for (let c = 0x80; c <= 0x9f; c++) {
+      const enc = encodeURIComponent(String.fromCharCode(c));
+      expect([enc, refused(`/a${enc}b`)]).toEqual([enc, true]);
+    }
+  });
+  it('a raw C1 control (the latin1 char, not its UTF-8 bytes) and a raw DEL or control in the query are refused', () => {
+    expect(refused('/a\u0085b')).toBe(true);
+    expect(refused('/a\u009fb')).toBe(true);
+    expect(refused('/a?\u001f')).toBe(true);
+  });
+});
+
+describe('edges: the normalized path', () => {
+  it('a segment changed only by decoding makes the path the decoded one', () => {
+    expect(normalizeTarget('/a%41/b')).toEqual({ ok: true, segments: ['aA', 'b'], path: '/aA/b', query: '' });
+    expect(normalizeTarget('/b/a%41?q=%41')).toEqual({ ok: true, segments: ['b', 'aA'], path: '/b/aA', query: 'q=%41' });
+  });
+  it('a path with nothing to change is the raw path', () => {
+    expect(normalizeTarget('/a/b.c/~d?e')).toEqual({ ok: true, segments: ['a', 'b.c', '~d'], path: '/a/b.c/~d', query: 'e' });
+  });
+});
+
+describe('edges: stripOrigin', () => {
+  it('every scheme character at the edges of its ranges, and a digit, "+", "-" or "." after the first', () => {
+    for (const scheme of ['a', 'z', 'A', 'Z', 'a0', 'a9', 'a+', 'a-', 'a.', 'zZ09']) expect([scheme, stripOrigin(`${scheme}://h/p`)]).toEqual([scheme, '/p']);
+  });
+  it('a character next to a scheme range leaves the string as it is', () => {
+    for (const scheme of ['`a', '{a', '@a', '[a', 'a`', 'a{', 'a@', 'a[', 'a/', 'a:', 'a_', 'a!', 'a;', '0a', '+a', '-a', '.a']) {
+      expect([scheme, stripOrigin(`${scheme}://h/p`)]).toEqual([scheme, `${scheme}://h/p`]);
+    }
+  });
+  it('every host character at the edges of its ranges', () => {
+    for (const host of ['a', 'z', 'A', 'Z', '0', '9', '.', '-', '_', '~', ':', '[', ']', 'aZ09.-_~:[]']) expect([host, stripOrigin(`http://${host}/p`)]).toEqual([host, '/p']);
+  });
+  it('a character next to a host range refuses the URL', () => {
+    for (const host of ['h`', 'h{', 'h@', 'h^', 'h/', 'h;', 'h!', 'h|', 'h\\', 'h%', 'h,', 'h}']) {
+      const url = `http://${host}x/p`;
+      expect([url, stripOrigin(url)]).toEqual([url, host === 'h/' ? '/x/p' : '']);
+    }
+  });
+});
+
+describe('sameTarget (two target headers of one request must name the same path and query)', () => {
+  it('equal text is the same target, even one that is malformed', () => {
+    expect(sameTarget('/a/b?x=1', '/a/b?x=1')).toBe(true);
+    expect(sameTarget('/a b', '/a b')).toBe(true);
+    expect(sameTarget('', '')).toBe(true);
+  });
+  it('two spellings of one normalized path and the same query are the same target', () => {
+    expect(sameTarget('/a//b/./c/', '/a/b/c')).toBe(true);
+    expect(sameTarget('/x/../%61/b?q=1', '/a/b?q=1')).toBe(true);
+    expect(sameTarget('/a?', '/a')).toBe(true);
+    expect(sameTarget('/', '/.')).toBe(true);
+  });
+  it('a different query, path, length or segment is another target', () => {
+    expect(sameTarget('/a?x=1', '/a?x=2')).toBe(false);
+    expect(sameTarget('/a?x=1', '/a')).toBe(false);
+    expect(sameTarget('/a?%41', '/a?A')).toBe(false); // the query is compared raw
+    expect(sameTarget('/a', '/a/b')).toBe(false);
+    expect(sameTarget('/a/b', '/a')).toBe(false);
+    expect(sameTarget('/a/b', '/a/c')).toBe(false);
+    expect(sameTarget('/b/a', '/c/a')).toBe(false);
+    expect(sameTarget('/A', '/a')).toBe(false); // case is kept
+    expect(sameTarget('/', '/a')).toBe(false);
+  });
+  it('a malformed target never matches another text, in either place', () => {
+    expect(sameTarget('/a%2Fb', '/a/b')).toBe(false);
+    expect(sameTarget('/a/b', '/a%2Fb')).toBe(false);
+    expect(sameTarget('/a b', '/a%20b')).toBe(false);
+    expect(sameTarget('/a%20b', '/a b')).toBe(false);
+    expect(sameTarget('/a#', '/a')).toBe(false);
+    expect(sameTarget('a', '/a')).toBe(false);
+    expect(sameTarget('/a', 'a')).toBe(false);
+  });
+  it('property: the same target exactly when the normalized paths and the raw queries are equal', () => {
+    const part = fc.constantFrom('a', 'b', '.', '..', '', '%61', '%2e', '%2F', 'a;b');
+    const target = fc.tuple(fc.array(part, { maxLength: 4 }), fc.constantFrom('', '?', '?q', '?r')).map(([p, q]) => `/${p.join('/')}${q}`);
+    fc.assert(
+      fc.property(target, target, (a, b) => {
+        const ta = normalizeTarget(a);
+        const tb = normalizeTarget(b);
+        const expected = a === b || (ta.ok && tb.ok && ta.path === tb.path && ta.query === tb.query);
+        expect(sameTarget(a, b)).toBe(expected);
+      }),
+    );
   });
 });

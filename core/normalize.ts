@@ -136,15 +136,11 @@ function fail(reason: string): Target {
   return { ok: false, reason };
 }
 
-/** Decodes one segment exactly once; null when it holds anything the rules refuse. */
+/**
+ * Decodes one segment exactly once; null when it holds anything the rules refuse. Called for segments holding a
+ * `%` or a byte >= 0x80 only; a raw control, `\` or `;` would survive decoding as itself and be refused below.
+ */
 function decodeSegment(seg: string): string | null {
-  let needsDecoding = false;
-  for (let i = 0; i < seg.length; i++) {
-    const c = seg.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f || c === 0x5c || c === 0x3b) return null; // controls, `\`, `;`
-    if (c === 0x25 || c >= 0x80) needsDecoding = true;
-  }
-  if (!needsDecoding) return seg;
   const bytes: number[] = [];
   for (let i = 0; i < seg.length; i++) {
     const c = seg.charCodeAt(i);
