@@ -973,6 +973,11 @@ describe('edges: scopes the index holds', () => {
     expect(ask(r.value, 'GET', '/data/x/y/f')).toMatchObject({ outcome: 'no-token', governing: [topic('x.y')] });
     expect(outcome(ask(r.value, 'GET', '/data/x/z/f'))).toBe('open');
   });
+  it('a collection id is split into topic levels at "." only', () => {
+    const index = indexOf([{ scope: topic('x'), token: T.core }]);
+    expect(outcome(ask(index, 'GET', '/oapi/collections/xy/items'))).toBe('open');
+    expect(outcome(ask(index, 'GET', '/oapi/collections/y.x/items'))).toBe('no-token');
+  });
   it('the stations stand-in is keyed like the scope it stands for', () => {
     expect(DEFAULT_STATIONS_SCOPE).toMatchObject({ scope: STATIONS, key: scopeKey(STATIONS), byDefault: true });
   });
