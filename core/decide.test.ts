@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { buildIndex, EMPTY_INDEX, type AccessIndex } from './access-index.js';
-import { decide, decideForScope, DEFAULT_CONFIG, parsePrefix, type AccessConfig, type Decision, type VerifyJwt } from './decide.js';
+import { decide, decideForScope, decideForScopeAs, DEFAULT_CONFIG, DEFAULT_STATIONS_SCOPE, parsePrefix, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from './decide.js';
 import { stripOrigin } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, type Scope } from './scope.js';
@@ -1000,5 +1000,87 @@ describe('edges: decideForScope, answer by answer', () => {
     expect(decideForScope(world, dataset('URN:wmo:md:mw-met:obs:x:y'), T.obs, NOW)).toMatchObject({ outcome: 'granted', scope: OBS });
     expect(decideForScope(world, path('Processes/SVC-x-y'), T.svc, NOW)).toMatchObject({ outcome: 'granted', scope: SVC });
     expect(decideForScope(world, path('Collections/Stations'), T.stations, NOW)).toMatchObject({ outcome: 'granted', scope: STATIONS });
+  });
+});
+
+describe('edges: JWTs, identities and the CLI\'s answers', () => {
+  const ISSUER = 'https://idp.example.org';
+  const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const jwt = `${b64({ alg: 'RS256' })}.${b64({ iss: ISSUER, sub: 'alice' })}.c2ln`;
+  const alice: VerifiedJwt = { ok: true, identity: { issuer: ISSUER, user: 'alice', groups: [] }, source: 'bearer', expiresAt: NOW + 60_000 };
+  const subjects = (() => {
+    const o = newProtectedScope(OBS, 'o-subjects', 'svc', []);
+    const s = compileSnapshot([{ ...o, spec: { ...o.spec, subjects: [{ kind: 'User', name: 'alice' }] } }]);
+    const r = buildIndex(s.generation, s.lines);
+    if (!r.ok) throw new Error(r.error);
+    return r.value;
+  })();
+
+  it('without configured issuers a JWT is a token like any other, whatever knownJwt would say', () => {
+    const noIssuers: AccessConfig = { ...DEFAULT_CONFIG, knownJwt: () => alice };
+    expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt))).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
+    expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt), noIssuers)).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
+  });
+  it('a JWT verified before is judged at once: no second verification', () => {
+    const config: AccessConfig = { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]), knownJwt: (value, source) => (value === jwt && source === 'bearer' ? alice : undefined) };
+    expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt), config)).toMatchObject({ outcome: 'granted-identity', user: 'alice', scope: OBS });
+    expect(ask(subjects, 'GET', `${OBS_FILE}?token=${jwt}`, undefined, config)).toMatchObject({ outcome: 'verify-jwt', source: 'query' });
+  });
+  it('the verify-jwt answer carries what the second decision needs', () => {
+    const config: AccessConfig = { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]) };
+    expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt), config)).toEqual({
+      outcome: 'verify-jwt', area: 'waf', path: OBS_FILE, governing: [OBS], closedByDefault: false, jwt, issuer: ISSUER, source: 'bearer',
+    });
+    expect(ask(EMPTY_INDEX, 'POST', '/oapi/processes/p', bearer(jwt), config)).toMatchObject({ outcome: 'verify-jwt', governing: [path('processes/p')], closedByDefault: true });
+  });
+  it('an identity meets a governing scope that lists no subjects: insufficient scope', () => {
+    const d = decide(world, DEFAULT_CONFIG, { method: 'GET', target: OBS_FILE, authorization: undefined, verified: alice }, NOW);
+    expect(d).toEqual({ outcome: 'insufficient-scope', area: 'waf', path: OBS_FILE, governing: [OBS], closedByDefault: false, issuer: ISSUER, user: 'alice' });
+  });
+  it('decideForScope answers for a Bearer token, decideForScopeAs for an identity in a JWT that never expires', () => {
+    expect(decideForScope(world, OBS, T.obs, NOW)).toEqual({
+      outcome: 'granted', area: 'other', path: '', governing: [OBS], closedByDefault: false, scope: OBS, scopeKey: scopeKey(OBS), tokenId: idOf(T.obs), source: 'bearer', expiresAt: Infinity,
+    });
+    expect(decideForScopeAs(subjects, OBS, { issuer: ISSUER, user: 'alice', groups: [] }, NOW)).toEqual({
+      outcome: 'granted-identity', area: 'other', path: '', governing: [OBS], closedByDefault: false, scope: OBS, scopeKey: scopeKey(OBS), issuer: ISSUER, user: 'alice', source: 'bearer', expiresAt: Infinity,
+    });
+  });
+  it('decideForScopeAs keeps paths closed by default unless asked not to', () => {
+    const bob = { issuer: ISSUER, user: 'bob', groups: [] };
+    expect(decideForScopeAs(EMPTY_INDEX, path('processes/p'), bob, NOW)).toMatchObject({ outcome: 'insufficient-scope', closedByDefault: true });
+    expect(decideForScopeAs(EMPTY_INDEX, path('processes/p'), bob, NOW, true)).toEqual({ outcome: 'open', area: 'api', path: '' });
+  });
+});
+
+describe('edges: scopes the index holds', () => {
+  it('a stored token longer than the longest a client may send is never looked up', () => {
+    const long = `x${'y'.repeat(512)}`;
+    const index = indexOf([{ scope: OBS, token: long }]);
+    expect(ask(index, 'GET', OBS_FILE, bearer(long))).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
+  });
+  it('a prefix path of three segments governs its path and below, level by level', () => {
+    const index = indexOf([{ scope: path('a/b/c'), token: T.core }]);
+    expect(ask(index, 'GET', '/a/b/c/x')).toMatchObject({ outcome: 'no-token', governing: [path('a/b/c')] });
+    expect(ask(index, 'GET', '/a/b/c')).toMatchObject({ outcome: 'no-token', governing: [path('a/b/c')] });
+    expect(outcome(ask(index, 'GET', '/a/b/cx'))).toBe('open');
+    expect(outcome(ask(index, 'GET', '/a/b'))).toBe('open');
+    expect(outcome(ask(index, 'GET', '/a/b/c/x', bearer(T.core)))).toBe('granted');
+  });
+  it('a public path scope does not open what a closed scope of another kind governs with it', () => {
+    const pub = newProtectedScope(path('data/x'), 'o-public', 'svc', []);
+    const closed = newProtectedScope(topic('x.y'), 'o-closed', 'svc', [{ id: idOf(T.core), hash: hashToken(T.core), createdAt: '2026-11-01T00:00:00Z' }]);
+    const s = compileSnapshot([{ ...pub, spec: { ...pub.spec, public: true } }, closed]);
+    const r = buildIndex(s.generation, s.lines);
+    if (!r.ok) throw new Error(r.error);
+    expect(ask(r.value, 'GET', '/data/x/y/f')).toMatchObject({ outcome: 'no-token', governing: [topic('x.y')] });
+    expect(outcome(ask(r.value, 'GET', '/data/x/z/f'))).toBe('open');
+  });
+  it('a collection id is split into topic levels at "." only', () => {
+    const index = indexOf([{ scope: topic('x'), token: T.core }]);
+    expect(outcome(ask(index, 'GET', '/oapi/collections/xy/items'))).toBe('open');
+    expect(outcome(ask(index, 'GET', '/oapi/collections/y.x/items'))).toBe('no-token');
+  });
+  it('the stations stand-in is keyed like the scope it stands for', () => {
+    expect(DEFAULT_STATIONS_SCOPE).toMatchObject({ scope: STATIONS, key: scopeKey(STATIONS), byDefault: true });
   });
 });
