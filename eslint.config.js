@@ -17,7 +17,7 @@ const layer = (folder, forbidden, extraPaths = []) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.cache/**', 'coverage/**', 'charts/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.cache/**', 'coverage/**', 'charts/**', '.stryker-tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

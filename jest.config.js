@@ -7,6 +7,8 @@ const common = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testEnvironment: 'node',
+  // npm run test:mutation's sandboxes (test/mutations/stryker.config.mjs) are copies of the sources.
+  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],
 };
 
 export default {

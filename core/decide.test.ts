@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { buildIndex, EMPTY_INDEX, type AccessIndex } from './access-index.js';
-import { decide, decideForScope, decideForScopeAs, DEFAULT_CONFIG, DEFAULT_STATIONS_SCOPE, parsePrefix, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from './decide.js';
+import { decide, decideForScope, decideForScopeAs, DEFAULT_CONFIG, parsePrefix, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from './decide.js';
 import { stripOrigin } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, type Scope } from './scope.js';
@@ -1007,7 +1007,7 @@ describe('edges: JWTs, identities and the CLI\'s answers', () => {
   const ISSUER = 'https://idp.example.org';
   const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
   const jwt = `${b64({ alg: 'RS256' })}.${b64({ iss: ISSUER, sub: 'alice' })}.c2ln`;
-  const alice: VerifiedJwt = { ok: true, identity: { issuer: ISSUER, user: 'alice', groups: [] }, source: 'bearer', expiresAt: NOW + 60_000 };
+  const alice: VerifiedJwt = { ok: true, identity: { issuer: ISSUER, user: 'alice', groups: [] }, carrier: 'bearer', expiresAt: NOW + 60_000 };
   const subjects = (() => {
     const o = newProtectedScope(OBS, 'o-subjects', 'svc', []);
     const s = compileSnapshot([{ ...o, spec: { ...o.spec, subjects: [{ kind: 'User', name: 'alice' }] } }]);
@@ -1022,14 +1022,14 @@ describe('edges: JWTs, identities and the CLI\'s answers', () => {
     expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt), noIssuers)).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
   });
   it('a JWT verified before is judged at once: no second verification', () => {
-    const config: AccessConfig = { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]), knownJwt: (value, source) => (value === jwt && source === 'bearer' ? alice : undefined) };
+    const config: AccessConfig = { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]), knownJwt: (value, carrier) => (value === jwt && carrier === 'bearer' ? alice : undefined) };
     expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt), config)).toMatchObject({ outcome: 'granted-identity', user: 'alice', scope: OBS });
-    expect(ask(subjects, 'GET', `${OBS_FILE}?token=${jwt}`, undefined, config)).toMatchObject({ outcome: 'verify-jwt', source: 'query' });
+    expect(ask(subjects, 'GET', `${OBS_FILE}?token=${jwt}`, undefined, config)).toMatchObject({ outcome: 'verify-jwt', carrier: 'query' });
   });
   it('the verify-jwt answer carries what the second decision needs', () => {
     const config: AccessConfig = { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]) };
     expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt), config)).toEqual({
-      outcome: 'verify-jwt', area: 'waf', path: OBS_FILE, governing: [OBS], closedByDefault: false, jwt, issuer: ISSUER, source: 'bearer',
+      outcome: 'verify-jwt', area: 'waf', path: OBS_FILE, governing: [OBS], closedByDefault: false, jwt, issuer: ISSUER, carrier: 'bearer',
     });
     expect(ask(EMPTY_INDEX, 'POST', '/oapi/processes/p', bearer(jwt), config)).toMatchObject({ outcome: 'verify-jwt', governing: [path('processes/p')], closedByDefault: true });
   });
@@ -1039,16 +1039,16 @@ describe('edges: JWTs, identities and the CLI\'s answers', () => {
   });
   it('decideForScope answers for a Bearer token, decideForScopeAs for an identity in a JWT that never expires', () => {
     expect(decideForScope(world, OBS, T.obs, NOW)).toEqual({
-      outcome: 'granted', area: 'other', path: '', governing: [OBS], closedByDefault: false, scope: OBS, scopeKey: scopeKey(OBS), tokenId: idOf(T.obs), source: 'bearer', expiresAt: Infinity,
+      outcome: 'granted', area: 'other', path: '', governing: [OBS], closedByDefault: false, scope: OBS, scopeKey: scopeKey(OBS), tokenId: idOf(T.obs), carrier: 'bearer', expiresAt: Infinity,
     });
     expect(decideForScopeAs(subjects, OBS, { issuer: ISSUER, user: 'alice', groups: [] }, NOW)).toEqual({
-      outcome: 'granted-identity', area: 'other', path: '', governing: [OBS], closedByDefault: false, scope: OBS, scopeKey: scopeKey(OBS), issuer: ISSUER, user: 'alice', source: 'bearer', expiresAt: Infinity,
+      outcome: 'granted-identity', area: 'other', path: '', governing: [OBS], closedByDefault: false, scope: OBS, scopeKey: scopeKey(OBS), issuer: ISSUER, user: 'alice', carrier: 'bearer', expiresAt: Infinity,
     });
   });
   it('decideForScopeAs keeps paths closed by default unless asked not to', () => {
     const bob = { issuer: ISSUER, user: 'bob', groups: [] };
     expect(decideForScopeAs(EMPTY_INDEX, path('processes/p'), bob, NOW)).toMatchObject({ outcome: 'insufficient-scope', closedByDefault: true });
-    expect(decideForScopeAs(EMPTY_INDEX, path('processes/p'), bob, NOW, true)).toEqual({ outcome: 'open', area: 'api', path: '' });
+    expect(decideForScopeAs(EMPTY_INDEX, path('processes/p'), bob, NOW, { ...DEFAULT_CONFIG, openPathsByDefault: true })).toEqual({ outcome: 'open', area: 'api', path: '' });
   });
 });
 
@@ -1080,7 +1080,7 @@ describe('edges: scopes the index holds', () => {
     expect(outcome(ask(index, 'GET', '/oapi/collections/xy/items'))).toBe('open');
     expect(outcome(ask(index, 'GET', '/oapi/collections/y.x/items'))).toBe('no-token');
   });
-  it('the stations stand-in is keyed like the scope it stands for', () => {
-    expect(DEFAULT_STATIONS_SCOPE).toMatchObject({ scope: STATIONS, key: scopeKey(STATIONS), byDefault: true });
+  it('the stations stand-in names the scope it stands for', () => {
+    expect(ask(EMPTY_INDEX, 'POST', '/oapi/collections/stations')).toMatchObject({ outcome: 'no-token', governing: [STATIONS], closedByDefault: true });
   });
 });
