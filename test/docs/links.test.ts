@@ -38,7 +38,8 @@ describe('documentation links', () => {
 
   it('names no contract document outside the repository: the access rules and the architecture are in docs/', () => {
     const outside = /\.\.\/shared\/design|\bACCESS-RULES(\.md)?\b|\bARCHITECTURE\.md\b/;
-    const text = files.filter((f) => /\.(md|ts|mjs|js|ya?ml|txt|tpl|json)$/.test(f) && !f.startsWith('node_modules/') && !f.startsWith('test/docs/') && !f.endsWith('.snap') && existsSync(join(repoRoot, f)));
+    // test/mutations/incremental/ holds what the last mutation run recorded (test titles of its day); it is regenerated, never edited.
+    const text = files.filter((f) => /\.(md|ts|mjs|js|ya?ml|txt|tpl|json)$/.test(f) && !f.startsWith('node_modules/') && !f.startsWith('test/docs/') && !f.startsWith('test/mutations/incremental/') && !f.endsWith('.snap') && existsSync(join(repoRoot, f)));
     const found = text.flatMap((f) => read(f).split('\n').map((l, i) => [f, i + 1, l] as const).filter(([, , l]) => outside.test(l)).map(([f, n]) => `${f}:${n}`));
     expect(found).toEqual([]);
     expect(read('docs/access-rules.md')).toMatch(/\n## Who can change who gets in\n/);
