@@ -19,8 +19,8 @@ const MIN_SCORE = 90;
 
 const reportOnly = process.argv.includes('--report-only');
 const args = process.argv.slice(2).filter((a) => a !== '--report-only');
-const named = args.filter((a) => a in GROUPS);
-const strykerArgs = args.filter((a) => !(a in GROUPS));
+const named = args.filter((a) => Object.hasOwn(GROUPS, a));
+const strykerArgs = args.filter((a) => !Object.hasOwn(GROUPS, a));
 const groups = named.length > 0 ? named : Object.keys(GROUPS);
 
 /**
@@ -44,6 +44,10 @@ const reports = [];
 for (const group of groups) {
   const report = join(root, '.cache', 'stryker', `${group}.json`);
   if (reportOnly) {
+    if (!existsSync(report)) {
+      console.error(`test:mutation --report-only: no report of ${group} (${report}); run npm run test:mutation first.`);
+      process.exit(2);
+    }
     reports.push(JSON.parse(readFileSync(report, 'utf8')));
     continue;
   }
