@@ -130,9 +130,9 @@ async function sha512Of(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** Downloads `url` to `file` and checks its sha-512 against the pinned one. */
-export async function downloadVerified(url: string, file: string, sha512: string): Promise<void> {
-  const res = await fetch(url);
+/** Downloads `url` to `file` (within `timeoutMs`) and checks its sha-512 against the pinned one. */
+export async function downloadVerified(url: string, file: string, sha512: string, timeoutMs = 600_000): Promise<void> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   if (!res.ok || !res.body) throw new Error(`GET ${url}: HTTP ${res.status}`);
   await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), createWriteStream(file));
   const got = await sha512Of(file);
