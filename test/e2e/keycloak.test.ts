@@ -137,6 +137,19 @@ suite('Keycloak and Chromium: the login form, the code, the ID token', () => {
     }, { browser, failureScreenshot: 'keycloak-wrong-password' });
   }, 180_000);
 
+  it('the realm\'s administrator reaches the admin API: the groups are there, and a change is seen by the next sign-in', async () => {
+    const groups = (await (await keycloak.adminFetch('/admin/realms/svc/groups')).json()) as { name: string }[];
+    expect(groups.map((g) => g.name).sort()).toEqual(['observers', 'partners']);
+    // carol joins observers: the next ID token says so (the harness is enough for tests that change the realm).
+    const [carol] = (await (await keycloak.adminFetch('/admin/realms/svc/users?username=carol&exact=true')).json()) as { id: string }[];
+    const observers = groups.find((g) => g.name === 'observers') as unknown as { id: string };
+    expect((await keycloak.adminFetch(`/admin/realms/svc/users/${carol!.id}/groups/${observers.id}`, { method: 'PUT' })).status).toBe(204);
+    const request = authorization('svc-auth');
+    const c = realm.users.carol!;
+    const claims = await withBrowser(async (page) => idTokenFor(request, (await signIn(page, request, c.username, c.password)).get('code')!), { browser, failureScreenshot: 'keycloak-carol-joined' });
+    expect(claims.groups).toEqual(['observers']);
+  }, 180_000);
+
   it('the public client refuses a request without PKCE: the browser comes back with invalid_request and no code', async () => {
     const request = authorization('svc-auth-public', false);
     const back = await withBrowser(async (page) => {

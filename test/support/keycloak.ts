@@ -463,6 +463,18 @@ export class Keycloak {
     return this.proc.running;
   }
 
+  /** `path` of the admin REST API (`/admin/realms/...`), as the master realm's administrator (a fresh token each call). */
+  async adminFetch(path: string, init: RequestInit = {}): Promise<Response> {
+    const form = new URLSearchParams({ grant_type: 'password', client_id: 'admin-cli', username: this.admin.username, password: this.admin.password });
+    const res = await fetch(`${this.issuer('master')}/protocol/openid-connect/token`, { method: 'POST', body: form });
+    if (res.status !== 200) throw new Error(`Keycloak's administrator got no token: HTTP ${res.status} ${await res.text()}`);
+    const { access_token: token } = (await res.json()) as { access_token: string };
+    const headers = new Headers(init.headers);
+    headers.set('authorization', `Bearer ${token}`);
+    if (init.body !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
+    return fetch(`${this.url}${path}`, { ...init, headers });
+  }
+
   /** The last lines of its log, for failure messages. */
   tail(lines = 40): string {
     return this.proc.tail(lines);
