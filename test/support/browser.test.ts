@@ -49,7 +49,8 @@ describe('screenshots', () => {
   });
 });
 
-describe('withBrowser on Debian Chromium', () => {
+const skip = chromiumSkipReason();
+(skip === undefined ? describe : describe.skip)('withBrowser on Debian Chromium', () => {
   let browser: Browser;
   let server: Server;
   let origin = '';
