@@ -202,7 +202,8 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through every p
 
     it('Gateway API ExternalAuth: every rule but the sign-in route\'s asks the same path and lets the same headers through as envoy.yaml', () => {
       type Rule = { filters?: { type: string; externalAuth: { protocol: string; http: { path: string; allowedResponseHeaders: string[] } } }[]; backendRefs: { name: string }[] };
-      const route = yamlLoad(readFileSync(`${REPO_ROOT}/deploy/gateway-api/httproute-externalauth.yaml`, 'utf8')) as { spec: { rules: Rule[] } };
+      const routes = yamlLoadAll(readFileSync(`${REPO_ROOT}/deploy/gateway-api/httproute-externalauth.yaml`, 'utf8')) as { spec: { rules: Rule[] } }[];
+      const route = { spec: { rules: routes.flatMap((r) => r.spec.rules) } };
       const text = readFileSync(ENVOY_EXAMPLE, 'utf8');
       // The browser sign-in rule goes to svc-auth itself, without the filter (test/docs/deploy-sign-in.test.ts checks its paths).
       const data = route.spec.rules.filter((r) => r.backendRefs[0]?.name !== 'svc-auth');

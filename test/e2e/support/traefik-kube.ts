@@ -1,6 +1,6 @@
 // Traefik's Kubernetes providers run as host processes against a real kube-apiserver (test/controlplane), reading
 // the deploy/ manifests the way a user applies them:
-//   - kubernetesIngressNGINX: deploy/ingress-nginx/ingress.yaml (+ auth-request-headers.yaml, sign-in-route.yaml), the provider that
+//   - kubernetesIngressNGINX: deploy/ingress-nginx/ingress.yaml (+ auth-request-headers.yaml, pages-route.yaml), the provider that
 //     lets an ingress-nginx user move to Traefik without rewriting Ingresses;
 //   - kubernetesCRD: deploy/traefik/middleware.yaml (the ForwardAuth Middleware and the IngressRoutes).
 // Backends are Services of type ExternalName pointing at 127.0.0.1: nothing runs pods here, and EndpointSlices
@@ -22,7 +22,7 @@ import { REPO_ROOT } from './svc-auth.js';
 export const INGRESS_NGINX_EXAMPLE = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'ingress.yaml');
 export const INGRESS_NGINX_HEADERS = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'auth-request-headers.yaml');
 export const TRAEFIK_CRD_EXAMPLE = join(REPO_ROOT, 'deploy', 'traefik', 'middleware.yaml');
-export const INGRESS_NGINX_SIGN_IN = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'sign-in-route.yaml');
+export const INGRESS_NGINX_SIGN_IN = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'pages-route.yaml');
 
 /** The Host the examples route on; the suites keep it (replacing it with itself proves nothing). */
 export const KUBE_HOST = 'data.example.org';
@@ -113,9 +113,9 @@ export function ingressNginxHeadersManifest(namespace: string): string {
   return replaceExact(readFileSync(INGRESS_NGINX_HEADERS, 'utf8'), '  namespace: svc\n', `  namespace: ${namespace}\n`, 'deploy/ingress-nginx/auth-request-headers.yaml');
 }
 
-/** deploy/ingress-nginx/sign-in-route.yaml (the browser route to svc-auth) with namespace, host and svc-auth's port replaced. */
+/** deploy/ingress-nginx/pages-route.yaml (the browser route to svc-auth) with namespace, host and svc-auth's port replaced. */
 export function ingressNginxSignInManifest(b: KubeBackends, namespace: string, host = KUBE_HOST): string {
-  const f = 'deploy/ingress-nginx/sign-in-route.yaml';
+  const f = 'deploy/ingress-nginx/pages-route.yaml';
   let text = readFileSync(INGRESS_NGINX_SIGN_IN, 'utf8');
   text = replaceExact(text, '  namespace: svc\n', `  namespace: ${namespace}\n`, f);
   text = replaceExact(text, `- host: ${KUBE_HOST}\n`, `- host: ${host}\n`, f);
