@@ -25,6 +25,16 @@ export interface EnvoyGatewayOptions {
   readonly logLevel?: 'debug' | 'info' | 'error';
   /** Progress messages; default stderr. */
   readonly log?: (message: string) => void;
+  /**
+   * The objects to serve instead of the example's (the chart's, say), Services already turned into Backends
+   * (backendRefsToBackends); they come with envoyGatewayTestObjects(b) all the same.
+   */
+  readonly resources?: string;
+  /**
+   * What must be in force before the start resolves; default: ext_authz on /data and /oapi of data.example.org.
+   * `listener`: only that Envoy listens (a route Envoy Gateway refuses has no filter to wait for).
+   */
+  readonly ready?: 'ext-authz' | 'listener';
 }
 
 export interface RunningEnvoyGateway {
@@ -55,6 +65,32 @@ export function envoyGatewayPolicy(b: Backends): string {
   text = replaceExact(text, '        - name: oapi\n          port: 80', backendRef('oapi', b.oapi), f);
   text = replaceExact(text, '        - name: svc-auth\n          port: 8080', backendRef('svc-auth', b.auth), f);
   return text;
+}
+
+/**
+ * The chart's objects for the file provider: every backendRef to a Service (the HTTPRoutes' and the SecurityPolicy's)
+ * becomes a reference to the Envoy Gateway Backend of the same name, for the reason envoyGatewayPolicy gives. Nothing
+ * else changes.
+ */
+export function backendRefsToBackends(objects: readonly Record<string, unknown>[]): Record<string, unknown>[] {
+  const backend = (ref: Record<string, unknown>) => ({ group: 'gateway.envoyproxy.io', kind: 'Backend', ...ref });
+  return objects.map((o) => {
+    const copy = JSON.parse(JSON.stringify(o)) as { kind: string; spec: { rules?: { backendRefs?: Record<string, unknown>[] }[]; extAuth?: { http: { backendRefs: Record<string, unknown>[] } } } };
+    for (const rule of copy.spec.rules ?? []) rule.backendRefs = rule.backendRefs?.map(backend);
+    if (copy.spec.extAuth) copy.spec.extAuth.http.backendRefs = copy.spec.extAuth.http.backendRefs.map(backend);
+    return copy;
+  });
+}
+
+/** Envoy Gateway Backends to 127.0.0.1, one per Service name, in `namespace`. */
+export function loopbackBackends(namespace: string, ports: Readonly<Record<string, number>>): string {
+  return Object.entries(ports).map(([name, port]) => `apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: Backend
+metadata: { name: ${name}, namespace: ${namespace} }
+spec:
+  endpoints:
+    - ip: { address: 127.0.0.1, port: ${port} }
+`).join('---\n');
 }
 
 /**
@@ -206,7 +242,7 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
   const resources = join(dir, 'resources');
   mkdirSync(resources, { recursive: true });
   writeFileSync(join(resources, 'test-objects.yaml'), envoyGatewayTestObjects(b));
-  writeFileSync(join(resources, 'envoy-gateway-securitypolicy.yaml'), envoyGatewayPolicy(b));
+  writeFileSync(join(resources, 'envoy-gateway-securitypolicy.yaml'), opts.resources ?? envoyGatewayPolicy(b));
 
   // The xDS server's and Envoy's certificates (one CA), where the Host infrastructure looks for them.
   const certgen = spawnSync(binary, ['certgen', '--local', '--config-home', join(dir, 'config')], { encoding: 'utf8', timeout: 60_000 });
@@ -233,7 +269,7 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
     // then the routes would pass unchecked.
     await waitUntil(async () => {
       const port = envoyAdminPort([join(dir, 'state'), join(dir, 'run')]);
-      return port !== undefined && await extAuthzInForce(port);
+      return port !== undefined && (opts.ready === 'listener' || await extAuthzInForce(port));
     }, {
       what: 'ext_authz on the routes of data.example.org',
       timeoutMs: Math.max(1000, deadline - Date.now()),
