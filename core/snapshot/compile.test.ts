@@ -42,6 +42,23 @@ describe('compileSnapshot: canonical lines', () => {
     expect(s.scopeCount).toBe(1);
     expect(s.tokenCount).toBe(2);
   });
+  it('networks: the union over a scope\'s objects, each once, sorted, after the subjects; a scope with only networks is closed', () => {
+    const s = compileSnapshot([
+      obj(topic('a.b'), [], ['203.0.113.7/32', '2001:db8::/32']),
+      obj(topic('a.b'), [rec(H('1'))], ['198.51.100.0/24', '203.0.113.7/32']),
+      obj(topic('c'), [], ['203.0.113.0/24']),
+      obj(topic('open'), [], []),
+    ]);
+    expect(s.lines).toEqual([
+      `{"kind":"topic","value":"a.b","tokens":[{"hash":"${H('1')}"}],"networks":["198.51.100.0/24","2001:db8::/32","203.0.113.7/32"]}`,
+      '{"kind":"topic","value":"c","tokens":[],"networks":["203.0.113.0/24"]}',
+    ]);
+    expect(s.tokenCount).toBe(1);
+  });
+  it('a network that is not in canonical form (an object the API server should have refused) grants nothing and closes the scope', () => {
+    const s = compileSnapshot([obj(topic('a'), [], ['203.0.113.9/24'])]);
+    expect(s.lines).toEqual(['{"kind":"topic","value":"a","closed":true,"tokens":[]}']);
+  });
   it('the generation is the SHA-256 of the lines, each followed by a newline', () => {
     const s = compileSnapshot([obj(topic('a'), [rec(H('1'))]), obj(dataset('urn:x'), [rec(H('2'))])]);
     expect(s.generation).toBe(sha256(s.lines.map((l) => `${l}\n`).join('')));
