@@ -298,3 +298,13 @@ export function networksHolding(set: NetworkSet, address: string): Network[] {
   const family = parseAddressInto(address, words);
   return family === 0 ? [] : set.findAll(family, words);
 }
+
+/**
+ * What a client is told where a scope grants networks, in the `description` of the OpenAPI security scheme objects
+ * (`svc auth show -o wcmp2`, the public list): OpenAPI has no scheme for client addresses, so the words say that a
+ * download is limited to the networks the provider grants, the WIS2 Global Services among them, and how anyone else
+ * gets in. `what`: `data under the topic ...`, `the dataset ...`.
+ */
+export function networkLimitNote(what: string): string {
+  return `Download of ${what} is limited to the networks the data provider grants, such as the WIS2 Global Services: fetch it from a WIS2 Global Cache, or present a token as described here.`;
+}
