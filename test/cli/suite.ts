@@ -615,7 +615,7 @@ export function runSuite(fixture: BackendFixture): void {
       expect(await fixture.state()).toEqual(before);
       const shown = JSON.parse((await cli(['auth', 'show', ...DATA, '-o', 'json'])).stdout).scopes[0];
       expect(shown).toMatchObject({ state: 'Closed', closedBy: 'networks', tokenCount: 0, networks: [{ cidr: '203.0.113.7/32', description: 'Global Cache', objects: [name] }] });
-      expect((await cli(['auth', 'show', ...DATA, '-o', 'text'])).stdout).toMatch(/^path data: Closed, 0 tokens, 1 network; object path-data-[0-9a-f]{8}\n  network 203\.0\.113\.7\/32  "Global Cache"\n$/);
+      expect((await cli(['auth', 'show', ...DATA, '-o', 'text'])).stdout).toMatch(/^path data: Closed, 0 tokens, 1 network; object path-data-[0-9a-f]{8}\n {2}network 203\.0\.113\.7\/32 {2}"Global Cache"\n$/);
       expect((await cli(['auth', 'show'])).stdout).toMatch(/^KIND +SCOPE +STATE +TOKENS +NETWORKS +ID[^\n]*\n(.*\n)*path +data +Closed +0 +1 +- /m);
       const granted = await cli(['auth', 'has-access-topic', ...DATA, '--from', '203.0.113.7']);
       expect(granted).toEqual({ code: 0, stdout: 'granted: address 203.0.113.7 is in network 203.0.113.7/32 of path:data\n', stderr: '' });
