@@ -15,8 +15,8 @@
  * The matcher. Node's net.BlockList does the matching part, but it lives in node:net (core/ imports no I/O module),
  * it parses its string argument on every check, and it answers only yes or no where svc-auth must log which network
  * granted. Here an address is parsed once per request into a reused array of 32-bit words without allocating, and
- * each network is a (base, mask) pair per word compared with integer operations: one word for IPv4, four for IPv6,
- * no BigInt.
+ * matched with integer operations, no BigInt: an IPv4 address by one Map lookup per prefix length present, an IPv6
+ * one against each network's four (base, mask) words.
  */
 import { err, ok, type Result } from './result.js';
 
@@ -75,11 +75,14 @@ function hexValue(c: number): number {
 /** The eight 16-bit groups of the IPv6 address being parsed (one parse at a time: the event loop has one thread). */
 const groups = new Uint16Array(8);
 
+/** Where the `::` of the address readGroups read last stood, in groups (-1: none). */
+let gapAt = -1;
+
 /**
- * Reads the groups of an IPv6 address in s[start, end) into `groups`; returns how many were written and where a `::`
- * stood (-1: none), or -1 for a malformed address. An IPv4 tail counts as two groups.
+ * Reads the groups of an IPv6 address in s[start, end) into `groups` and where its `::` stood into `gapAt`; returns
+ * how many groups were written, or -1 for a malformed address. An IPv4 tail counts as two groups. Allocates nothing.
  */
-function readGroups(s: string, start: number, end: number): { n: number; gap: number } | -1 {
+function readGroups(s: string, start: number, end: number): number {
   let n = 0;
   let gap = -1;
   let i = start;
@@ -110,14 +113,15 @@ function readGroups(s: string, start: number, end: number): { n: number; gap: nu
       i++;
     }
   }
-  return (gap < 0 ? n === 8 : n <= 7) ? { n, gap } : -1;
+  gapAt = gap;
+  return (gap < 0 ? n === 8 : n <= 7) ? n : -1;
 }
 
 /** An IPv6 address in s[start, end) into out[0..3]; false when malformed. */
 function parseV6(s: string, start: number, end: number, out: Uint32Array): boolean {
-  const read = readGroups(s, start, end);
-  if (read === -1) return false;
-  const { n, gap } = read;
+  const n = readGroups(s, start, end);
+  if (n === -1) return false;
+  const gap = gapAt;
   if (gap >= 0) {
     const tail = n - gap;
     for (let k = 0; k < tail; k++) groups[7 - k] = groups[n - 1 - k]!;
@@ -224,13 +228,14 @@ export function compareNetworks(a: Pick<Network, 'cidr'>, b: Pick<Network, 'cidr
 }
 
 /**
- * The networks of a scope, compiled for matching: per family, a flat array of (base, mask) words, most specific
- * network first, so the first match is the narrowest grant (the one a log names).
+ * The networks of a scope, compiled for matching, most specific first, so the first match is the narrowest grant (the
+ * one a log names). IPv4: a Map from network address to network per prefix length present, so an address costs one
+ * mask and one lookup per distinct prefix length (a list of 256 /32s is one lookup). IPv6: a flat array of (base, mask)
+ * words scanned in order, four integer comparisons a network.
  */
 export class NetworkSet {
   readonly networks: readonly Network[];
-  private readonly v4: Int32Array;
-  private readonly v4Networks: readonly Network[];
+  private readonly v4: readonly { readonly mask: number; readonly byAddress: ReadonlyMap<number, Network> }[];
   private readonly v6: Int32Array;
   private readonly v6Networks: readonly Network[];
 
@@ -238,13 +243,10 @@ export class NetworkSet {
     const byCidr = new Map(networks.map((n) => [n.cidr, n]));
     this.networks = [...byCidr.values()].sort(compareNetworks);
     const specificFirst = [...this.networks].sort((a, b) => b.prefix - a.prefix || compareNetworks(a, b));
-    this.v4Networks = specificFirst.filter((n) => n.family === 4);
+    const v4 = new Map<number, Map<number, Network>>();
+    for (const n of specificFirst) if (n.family === 4) (v4.get(n.prefix) ?? v4.set(n.prefix, new Map()).get(n.prefix)!).set(n.words[0]!, n);
+    this.v4 = [...v4].map(([prefix, byAddress]) => ({ mask: maskWord(prefix, 0), byAddress }));
     this.v6Networks = specificFirst.filter((n) => n.family === 6);
-    this.v4 = new Int32Array(this.v4Networks.length * 2);
-    this.v4Networks.forEach((n, i) => {
-      this.v4[2 * i] = n.words[0]!;
-      this.v4[2 * i + 1] = maskWord(n.prefix, 0);
-    });
     this.v6 = new Int32Array(this.v6Networks.length * 8);
     this.v6Networks.forEach((n, i) => {
       for (let w = 0; w < 4; w++) {
@@ -260,26 +262,35 @@ export class NetworkSet {
 
   /** The most specific network holding the address (as parseAddressInto wrote it), or undefined. Allocates nothing. */
   find(family: AddressFamily, words: Uint32Array): Network | undefined {
-    const i = this.next(family, words, 0);
-    return i < 0 ? undefined : (family === 4 ? this.v4Networks : this.v6Networks)[i];
+    if (family === 4) {
+      const a = words[0]!;
+      for (let i = 0; i < this.v4.length; i++) {
+        const level = this.v4[i]!;
+        const n = level.byAddress.get((a & level.mask) >>> 0);
+        if (n !== undefined) return n;
+      }
+      return undefined;
+    }
+    const i = this.nextV6(words, 0);
+    return i < 0 ? undefined : this.v6Networks[i];
   }
 
   /** Every network holding the address, most specific first. */
   findAll(family: AddressFamily, words: Uint32Array): Network[] {
-    const list = family === 4 ? this.v4Networks : this.v6Networks;
     const out: Network[] = [];
-    for (let i = this.next(family, words, 0); i >= 0; i = this.next(family, words, i + 1)) out.push(list[i]!);
+    if (family === 4) {
+      for (const level of this.v4) {
+        const n = level.byAddress.get((words[0]! & level.mask) >>> 0);
+        if (n !== undefined) out.push(n);
+      }
+      return out;
+    }
+    for (let i = this.nextV6(words, 0); i >= 0; i = this.nextV6(words, i + 1)) out.push(this.v6Networks[i]!);
     return out;
   }
 
-  /** The index of the first network at or after `from` holding the address, or -1. */
-  private next(family: AddressFamily, words: Uint32Array, from: number): number {
-    if (family === 4) {
-      const a = words[0]!;
-      const t = this.v4;
-      for (let i = from; 2 * i < t.length; i++) if ((a & t[2 * i + 1]!) === t[2 * i]) return i;
-      return -1;
-    }
+  /** The index of the first IPv6 network at or after `from` holding the address, or -1. */
+  private nextV6(words: Uint32Array, from: number): number {
     const a0 = words[0]!;
     const a1 = words[1]!;
     const a2 = words[2]!;
