@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { compileSnapshot, compileSnapshotSteps, groupByScope } from './compile.js';
 import { serializeSnapshot } from './file.js';
 import { generationOf, parseScopeLine, type Snapshot } from './lines.js';
-import { newProtectedScope, type ProtectedScope, type TokenRecord } from '../protected-scope.js';
+import { newProtectedScope, scopeOf, type ProtectedScope, type TokenRecord } from '../protected-scope.js';
 import { buildIndex } from '../access-index.js';
 import { dataset, H, hashPool, obj, objectsArb, path, rec, sha256, topic } from '../../test/support/snapshots.js';
 
@@ -54,6 +54,22 @@ describe('compileSnapshot: canonical lines', () => {
       '{"kind":"topic","value":"c","tokens":[],"networks":["203.0.113.0/24"]}',
     ]);
     expect(s.tokenCount).toBe(1);
+  });
+  it('property: adding a network to one object changes its scope\'s line alone; every other scope\'s line stays byte for byte', () => {
+    const key = (line: string) => { const x = JSON.parse(line) as { kind: string; value: string }; return `${x.kind}:${x.value}`; };
+    fc.assert(
+      fc.property(objectsArb.filter((o) => o.length > 0), fc.nat(), fc.constantFrom('192.0.2.0/24', '203.0.113.7/32', '2001:db8:1::/48'), (objects, pick, cidr) => {
+        const i = pick % objects.length;
+        const target = objects[i]!;
+        const edited = objects.map((o, j) => (j === i ? { ...o, spec: { ...o.spec, networks: [...(o.spec.networks ?? []), { cidr }] } } : o));
+        const before = new Map(compileSnapshot(objects).lines.map((l) => [key(l), l]));
+        const after = new Map(compileSnapshot(edited).lines.map((l) => [key(l), l]));
+        const own = `${scopeOf(target.spec).kind}:${scopeOf(target.spec).value}`;
+        const others = (m: Map<string, string>) => [...m].filter(([k]) => k !== own);
+        expect(others(after)).toEqual(others(before));
+        expect(after.get(own)).toContain(`"${cidr}"`);
+      }),
+    );
   });
   it('a network that is not in canonical form (an object the API server should have refused) grants nothing and closes the scope', () => {
     const s = compileSnapshot([obj(topic('a'), [], ['203.0.113.9/24'])]);
