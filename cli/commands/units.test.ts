@@ -125,7 +125,7 @@ describe('show: merging objects of one scope', () => {
 });
 
 describe('has-access-topic wording', () => {
-  it('no token at all (not reachable from the CLI, which requires one) still reads well', () => {
+  it('no token at all (has-access-topic with only --from) still reads well', () => {
     expect(explain(topic, { outcome: 'no-token', area: 'other', path: '', closedByDefault: false, governing: [{ kind: 'topic', value: 'a' }] }).reason).toBe('topic:a.b is closed (governed by topic:a) and no token was given');
   });
   it('two kinds governing at once are named together', () => {
