@@ -4,6 +4,7 @@ export * from './scope.js';
 export * from './scope-state.js';
 export * from './token.js';
 export * from './subject.js';
+export * from './network.js';
 export * from './protected-scope.js';
 export * from './manifest.js';
 export * from './manifest-file.js';
