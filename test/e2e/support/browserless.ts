@@ -100,6 +100,8 @@ export interface NavigateOptions {
   readonly headers?: Record<string, string>;
   /** The page the navigation starts from (Sec-Fetch-Site): none (typed in the address bar) by default. */
   readonly from?: string;
+  /** Stops before requesting a URL this accepts: the result has status 0 and that URL. */
+  readonly stopBefore?: (url: string) => boolean;
 }
 
 function secFetchSite(from: string | undefined, to: string): string {
@@ -119,6 +121,7 @@ export async function navigate(jar: CookieJar, url: string, o: NavigateOptions =
   let body = o.body;
   let extra = o.headers ?? {};
   for (let i = 0; i < 20; i++) {
+    if (i > 0 && o.stopBefore?.(at)) return { status: 0, url: at, body: '', headers: new Headers(), hops };
     const cookie = jar.header(at);
     const headers: Record<string, string> = { accept: NAVIGATION_ACCEPT, 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': secFetchSite(from, at), ...(cookie ? { cookie } : {}), ...extra };
     if (body !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
