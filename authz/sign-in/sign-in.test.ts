@@ -228,6 +228,17 @@ describe('browser sign-in (svc-auth in process, a real OpenID provider)', () => 
       expect((await forwardAuth(FILE, { accept: 'text/html' })).status).toBe(302);
     });
 
+    it('ext_authz (Envoy: the original path appended, its own Host) answers the 302 itself; Gateway Fabric\'s nginx dialect names it', async () => {
+      const envoy = await send(`${ext}/authz/ext-authz${FILE}`, { headers: { ...NAV, host: new URL(ext).host, 'x-forwarded-proto': 'http' } });
+      expect(envoy.status).toBe(302);
+      expect(envoy.headers.get('location')).toBe(`${ext}/authz/sign-in?rd=${encodeURIComponent(`${ext}${FILE}`)}`);
+      expect((await send(`${ext}/authz/ext-authz${FILE}`, { headers: { ...NAV, ...session('alice') } })).status).toBe(200);
+      const fabric = await send(`${ext}/authz/ext-authz`, { headers: { ...NAV, path: FILE, method: 'GET' } });
+      expect(fabric.status).toBe(401);
+      // Fabric's dialect (the nginx answers): the 401 names the sign-in URL, on the external URL its Host names.
+      expect(fabric.headers.get('x-svc-sign-in')).toBe(`${ext}/authz/sign-in?rd=${encodeURIComponent(`${ext}${FILE}`)}`);
+    });
+
     it('a fetch (Sec-Fetch-Mode: cors), curl (*/*), a POST: 401 with the challenge, never a redirect', async () => {
       for (const headers of [{ 'sec-fetch-mode': 'cors', accept: 'text/html' }, { accept: '*/*' }, {}] as Record<string, string>[]) {
         const res = await forwardAuth(FILE, headers);

@@ -159,12 +159,12 @@ suite('browser sign-in through nginx, two svc-auth replicas and a real OpenID pr
     const res = await get(`${ext}${WAF.topicFile}`, FETCH);
     expect(res.status).toBe(401);
     expect(res.headers.get('location')).toBeNull();
-    expect(res.headers.get('www-authenticate')).toContain('Bearer realm="svc"');
+    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="svc", Basic realm="svc"');
     const curl = await get(`${ext}${WAF.topicFile}`, { accept: '*/*' });
     expect(curl.status).toBe(401);
     const forbidden = await get(`${ext}${WAF.topicFile}`, withSession('mallory', FETCH));
     expect(forbidden.status).toBe(403);
-    expect(forbidden.headers.get('www-authenticate')).toContain('error="insufficient_scope"');
+    expect(forbidden.headers.get('www-authenticate')).toBe('Bearer realm="svc", error="insufficient_scope", scope="topic:origin.a.wis2.mw-met.data.core"');
   });
 
   it('a cross-site form POST to an execution with a session: 403; a same-origin fetch POST: executes', async () => {

@@ -6,7 +6,7 @@ import { mainConf } from './nginx-conf.js';
  *
  * - The data locations ask svc-auth with `auth_request` (X-Original-URL, X-Original-Method). A 401 to a navigation
  *   carries X-Svc-Sign-In: `auth_request_set` keeps it, `error_page 401 = @svc_sign_in` sends that 401 to a named
- *   location that redirects there when it is set and answers the 401 (its challenge re-added) otherwise. A 403 to a
+ *   location that redirects there when it is set and answers the 401 (with its challenge) otherwise. A 403 to a
  *   signed-in navigation carries X-Svc-Denied, redirected the same way to svc-auth's "no access" page.
  * - One plain route to svc-auth for its browser endpoints and the public list, path by path; every other /authz/ path
  *   is a 404 here (the decision endpoints must not become a public oracle).
@@ -49,7 +49,7 @@ const NAMED = `
             if ($svc_sign_in) {
                 return 302 $svc_sign_in;
             }
-            add_header WWW-Authenticate $svc_challenge always;
+            # auth_request's 401 keeps its WWW-Authenticate through error_page; its 403 does not: re-added below.
             return 401;
         }
 
