@@ -127,3 +127,24 @@ describe('a session never grants what the same identity as a bearer JWT would no
     );
   });
 });
+
+describe('the browser session hook (AccessConfig.browserSession)', () => {
+  const credentialArb = fc.constantFrom<string | undefined>(undefined, 'Bearer', 'Bearer ', `Bearer svc_${'x'.repeat(40)}`, 'Basic dTpw', 'Bearer a b', 'Token x');
+  it('is asked exactly when the request is governed and carries no explicit credential, and then decides', () => {
+    fc.assert(
+      fc.property(caseArb, identityArb, methodArb, credentialArb, fc.boolean(), ([world, target], identity, method, authorization, sameOrigin) => {
+        const index = indexOf(world);
+        let asked = 0;
+        const hooked = { ...DEFAULT_CONFIG, browserSession: () => (asked++, { session: asSession(identity), sameOrigin }) };
+        const without = decide(index, DEFAULT_CONFIG, { method, target, authorization }, NOW);
+        const withHook = decide(index, hooked, { method, target, authorization }, NOW);
+        expect(asked).toBe(without.outcome === 'no-token' ? 1 : 0);
+        if (asked === 0) expect(withHook).toEqual(without);
+        else expect(withHook).toEqual(decide(index, DEFAULT_CONFIG, { method, target, authorization: undefined, verified: asSession(identity), sameOrigin }, NOW));
+        // A hook with no session leaves the answer as it was.
+        expect(decide(index, { ...DEFAULT_CONFIG, browserSession: () => undefined }, { method, target, authorization }, NOW)).toEqual(without);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});

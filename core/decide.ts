@@ -36,6 +36,13 @@ export interface AccessConfig {
    * pass as a token, synchronously, instead of answering `verify-jwt` and deciding a second time.
    */
   readonly knownJwt?: (jwt: string, carrier: CredentialCarrier) => VerifiedJwt | undefined;
+  /**
+   * The browser session of the request being decided (svc-auth's hook, when sign-in is on), asked only when the
+   * request carries no explicit credential and is governed: so open requests and requests with a token never look
+   * at a cookie. Undefined: no session now (none, or one still to be opened, which the caller then decides with
+   * `verified`). `sameOrigin` is the request's same-origin evidence (core/browser.ts), for the CSRF rule.
+   */
+  readonly browserSession?: () => { readonly session: VerifiedJwt; readonly sameOrigin: boolean } | undefined;
 }
 
 interface AccessRequest {
@@ -178,7 +185,11 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   const { area, by } = governingFor(index, config, req.method, foldSegments(segments));
   if (isOpen(by)) return { outcome: 'open', area, path };
   const credential = req.verified ?? extractCredential(target.query, req.authorization, config.tokenParam);
-  if (req.verified?.carrier === 'session') return judgeSession(index, area, path, by, req.verified, req, nowMs);
+  if (req.verified?.carrier === 'session') return judgeSession(index, area, path, by, req.verified, req.method, req.sameOrigin === true, nowMs);
+  if (config.browserSession && !('ok' in credential) && credential.kind === 'none') {
+    const browser = config.browserSession();
+    if (browser !== undefined) return judgeSession(index, area, path, by, browser.session, req.method, browser.sameOrigin, nowMs);
+  }
   if (config.oidcIssuers && !('ok' in credential) && credential.kind === 'token') {
     const known = config.knownJwt?.(credential.token, credential.carrier);
     if (known !== undefined) return judge(index, area, path, by, known, nowMs);
@@ -194,9 +205,9 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
  * A browser session decides as the same identity's bearer JWT would (judge), with one rule more: an unsafe method
  * needs same-origin evidence (docs/access-rules.md "Browser sessions", CSRF), or the grant is refused as cross-site.
  */
-function judgeSession(index: AccessIndex, area: Area, path: string, by: GoverningScopes, session: VerifiedJwt, req: AccessRequest, nowMs: number): Decision {
+function judgeSession(index: AccessIndex, area: Area, path: string, by: GoverningScopes, session: VerifiedJwt, method: string | null, sameOrigin: boolean, nowMs: number): Decision {
   const d = judge(index, area, path, by, session, nowMs);
-  if (d.outcome !== 'granted-identity' || req.sameOrigin === true || isSafeMethod(req.method)) return d;
+  if (d.outcome !== 'granted-identity' || sameOrigin || isSafeMethod(method)) return d;
   const { governing, closedByDefault, issuer, user, carrier } = d;
   return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, issuer, user, carrier, crossSite: true };
 }

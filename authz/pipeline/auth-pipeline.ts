@@ -4,7 +4,7 @@
  * one must be (the decision then answers later: ./exchange.ts), answer in the proxy's flavour, then record the
  * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
  */
-import { decide, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
+import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from '../http/answers.js';
 import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
 import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
@@ -50,6 +50,8 @@ class AuthPipeline {
   private readonly books: Bookkeeping;
   private readonly imported: ImportedCheck | undefined;
   private readonly browser: BrowserCheck | undefined;
+  /** The configuration decide runs with: the context's, and the browser session hook when sign-in is on. */
+  private readonly access: AccessConfig;
   /** One reused reader: the handler runs to completion before the next request is read. */
   private readonly headers = new ContractHeaders();
 
@@ -58,6 +60,7 @@ class AuthPipeline {
     this.books = new Bookkeeping(ctx);
     this.imported = ctx.imported && new ImportedCheck(ctx.imported, () => ctx.state.index, ctx.access);
     this.browser = ctx.browser && new BrowserCheck(ctx.browser, ctx.access, () => ctx.state.index);
+    this.access = this.browser ? { ...ctx.access, browserSession: this.browser.hook } : ctx.access;
   }
 
   handle(req: HeadRequest, res: HeadResponse): boolean {
@@ -85,12 +88,24 @@ class AuthPipeline {
     if (!reading.ok) return decidedNow({ outcome: 'malformed', reason: reading.reason });
     x.reading = reading;
     if (reading.method !== null && !isToken(reading.method)) return decidedNow({ outcome: 'malformed', reason: 'no valid original method' });
-    const d = decide(index, this.ctx.access, reading, x.at);
+    const d = this.decide(contract, req, reading, x, index);
     if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, reading));
-    // No explicit credential to a closed scope: a browser's session, if any, decides (and a navigation is sent to sign in).
-    if (d.outcome === 'no-token' && this.browser !== undefined) return this.browser.check(d, contract.endpoint, req, reading, x);
+    // No explicit credential to a closed scope and a session cookie not seen before: opened, then decided.
+    const opening = this.browser?.toOpen(d, reading, x);
+    if (opening !== undefined) return opening;
     this.books.decidedInOnePass(d);
     return this.imported === undefined ? decidedNow(d) : this.imported.check(d, reading, index, x.at);
+  }
+
+  /** decide, with the browser session hook pointed at this request when sign-in is on. */
+  private decide(contract: Contract<EndpointName>, req: HeadRequest, reading: Described, x: Exchange, index: AccessIndex): Decision | VerifyJwt {
+    if (this.browser === undefined) return decide(index, this.access, reading, x.at);
+    this.browser.begin(contract.endpoint, req, reading, x);
+    try {
+      return decide(index, this.access, reading, x.at);
+    } finally {
+      this.browser.end();
+    }
   }
 
   /** The contract's reading of the request; a misdirected proxy is recorded. */

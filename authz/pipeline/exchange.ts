@@ -25,6 +25,8 @@ export interface Exchange {
   reading: Described | undefined;
   /** Set when sign-in is configured and a request to a closed scope carried no explicit credential (./browser-check.ts). */
   browser?: BrowserView;
+  /** A session cookie not opened before: decided once it is (./browser-check.ts). */
+  unopened?: { readonly value: string; readonly sameOrigin: boolean };
 }
 
 /**

@@ -17,37 +17,58 @@ export interface BrowserRequest extends BrowserHeaders {
   readonly originalUrl: string | undefined;
 }
 
-const NAMES = ['accept', 'sec-fetch-mode', 'sec-fetch-site', 'origin', 'host', 'x-forwarded-host', 'x-forwarded-proto', 'x-original-url'] as const;
-type Single = (typeof NAMES)[number];
+/** A header seen twice: absent. */
+const TWICE = null;
+
+/**
+ * The slot of a single-valued header (0 accept, 1 sec-fetch-mode, 2 sec-fetch-site, 3 origin, 4 host, 5 x-forwarded-host,
+ * 6 x-forwarded-proto, 7 x-original-url), or -1: a switch on the length, then a comparison or two.
+ */
+function slotOf(name: string): number {
+  switch (name.length) {
+    case 4:
+      return named(name, 'host') ? 4 : -1;
+    case 6:
+      return named(name, 'accept') ? 0 : named(name, 'origin') ? 3 : -1;
+    case 14:
+      return named(name, 'sec-fetch-mode') ? 1 : named(name, 'sec-fetch-site') ? 2 : named(name, 'x-original-url') ? 7 : -1;
+    case 16:
+      return named(name, 'x-forwarded-host') ? 5 : -1;
+    case 17:
+      return named(name, 'x-forwarded-proto') ? 6 : -1;
+    default:
+      return -1;
+  }
+}
 
 /** The browser headers of a request (names and values alternating, as node:http's rawHeaders). */
 export function readBrowserRequest(raw: readonly string[]): BrowserRequest {
-  const single = new Map<Single, string | null>();
+  const values: (string | null | undefined)[] = [undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined];
   let cookie: string | undefined;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!;
     const value = raw[i + 1]!;
-    if (named(name, 'cookie')) {
+    if (name.length === 6 && named(name, 'cookie')) {
       cookie = cookie === undefined ? value : `${cookie}; ${value}`;
       continue;
     }
-    const which = NAMES.find((n) => named(name, n));
-    // A second copy makes the header absent (null): two Origins, say, are no evidence of either.
-    if (which !== undefined) single.set(which, single.has(which) ? null : value);
+    const slot = slotOf(name);
+    // A second copy makes the header absent: two Origins, say, are no evidence of either.
+    if (slot >= 0) values[slot] = values[slot] === undefined ? value : TWICE;
   }
-  const get = (n: Single): string | undefined => {
-    const v = single.get(n);
+  const get = (slot: number): string | undefined => {
+    const v = values[slot];
     return v === null || v === undefined || v.length === 0 ? undefined : v;
   };
   return {
     cookie,
-    accept: get('accept'),
-    secFetchMode: get('sec-fetch-mode'),
-    secFetchSite: get('sec-fetch-site'),
-    origin: get('origin'),
-    host: get('host'),
-    forwardedHost: get('x-forwarded-host'),
-    forwardedProto: get('x-forwarded-proto'),
-    originalUrl: get('x-original-url'),
+    accept: get(0),
+    secFetchMode: get(1),
+    secFetchSite: get(2),
+    origin: get(3),
+    host: get(4),
+    forwardedHost: get(5),
+    forwardedProto: get(6),
+    originalUrl: get(7),
   };
 }
