@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { AccessIndexBuilder, buildIndex, EMPTY_INDEX, type AccessIndex, type IndexedScope } from './access-index.js';
+import { AccessIndexBuilder, buildIndex, EMPTY_INDEX, subjectGroups, type AccessIndex, type IndexedScope } from './access-index.js';
 import { compileSnapshot } from './snapshot/compile.js';
 import { newProtectedScope } from './protected-scope.js';
 import { hashToken, hashTokenHex, tokenIdOf, type TokenHash } from './token.js';
@@ -152,5 +152,25 @@ describe('networks in the index', () => {
     const entry = r.value.topics.get('a')!.children.get('b')!.scope!;
     expect(entry.caseFolded).toBe(true);
     expect(entry.networks?.networks.map((n) => n.cidr)).toEqual(['2001:db8::/32', '203.0.113.0/24']);
+  });
+});
+
+describe('subjectGroups', () => {
+  it('every Group subject of every kind of closed scope, prefix paths and nested topics included; users are not groups', () => {
+    const withSubjects = (scope: Scope, subjects: { kind: 'User' | 'Group'; name: string }[]) => {
+      const o = newProtectedScope(scope, `o-${scope.value.replace(/[^a-z0-9]/g, '-')}`, 'svc', []);
+      return { ...o, spec: { ...o.spec, subjects } };
+    };
+    const s = compileSnapshot([
+      withSubjects(topic('a.b'), [{ kind: 'Group', name: 'g-topic' }, { kind: 'User', name: 'alice' }]),
+      withSubjects(topic('a.b.c.d'), [{ kind: 'Group', name: 'g-deep' }]),
+      withSubjects({ kind: 'dataset', value: 'urn:x' }, [{ kind: 'Group', name: 'g-dataset' }]),
+      withSubjects({ kind: 'path', value: 'processes/svc' }, [{ kind: 'Group', name: 'g-process' }]),
+      withSubjects({ kind: 'path', value: 'wis2downloader' }, [{ kind: 'Group', name: 'g-prefix' }, { kind: 'Group', name: 'g-topic' }]),
+    ]);
+    const r = buildIndex(s.generation, s.lines);
+    if (!r.ok) throw new Error(r.error);
+    expect([...subjectGroups(r.value)].sort()).toEqual(['g-dataset', 'g-deep', 'g-prefix', 'g-process', 'g-topic']);
+    expect(subjectGroups(EMPTY_INDEX).size).toBe(0);
   });
 });

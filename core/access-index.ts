@@ -247,3 +247,23 @@ export function entryOf(index: AccessIndex, scope: Scope): IndexedScope | undefi
   }
   return node?.scope;
 }
+
+/**
+ * Every group name some closed scope of the index grants (its `Group` subjects): the only groups of an identity that
+ * can grant anything today. A browser session too large for a cookie keeps only these (authz/identity/session.ts).
+ * Walks the whole index: callers keep the answer per index.
+ */
+export function subjectGroups(index: AccessIndex): ReadonlySet<string> {
+  const groups = new Set<string>();
+  const take = (e: IndexedScope | undefined) => e?.subjects?.groups.forEach((g) => groups.add(g));
+  const walk = (nodes: ReadonlyMap<string, TopicNode> | undefined) => {
+    for (const node of nodes?.values() ?? []) {
+      take(node.scope);
+      walk(node.children);
+    }
+  };
+  index.datasets.forEach(take);
+  index.paths.forEach(take);
+  walk(index.topics);
+  return groups;
+}

@@ -22,5 +22,6 @@ export * from './imported-hash.js';
 export * from './imported-decision.js';
 export * from './wis2box-import.js';
 export * from './decide.js';
+export * from './browser.js';
 export * from './path-scope.js';
 export * from './enforced-state.js';
