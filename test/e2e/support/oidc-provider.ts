@@ -26,6 +26,8 @@ export interface ProviderOptions {
   readonly idTokenTtl?: number | ((clientId: string) => number);
   /** Listen on this port (a restart keeps the issuer). */
   readonly port?: number;
+  /** Redirect URIs every client may use besides this module's own (a relying party's callback: oauth2-proxy's, svc-auth's). */
+  readonly redirectUris?: readonly string[];
 }
 
 const REDIRECT = 'http://127.0.0.1/callback';
@@ -49,7 +51,7 @@ export class OidcProvider {
     const users = this.o.users;
     const ttl = this.o.idTokenTtl ?? 300;
     const provider = new Provider(this.issuer, {
-      clients: Object.entries(this.o.clients).map(([client_id, client_secret]) => ({ client_id, client_secret, redirect_uris: [REDIRECT], grant_types: ['authorization_code'], response_types: ['code'] })),
+      clients: Object.entries(this.o.clients).map(([client_id, client_secret]) => ({ client_id, client_secret, redirect_uris: [REDIRECT, ...(this.o.redirectUris ?? [])], grant_types: ['authorization_code'], response_types: ['code'] })),
       jwks: { keys: [jwk] },
       claims: { openid: ['sub'], email: ['email'], groups: ['groups'] },
       scopes: ['openid', 'email', 'groups'],
