@@ -10,14 +10,17 @@
 // an RSA verification: BENCH_FIRST_SEEN requests per round, default 4000, signed before the round), and (b) again
 // while the snapshot is reloaded back to back. Targets: (b) and (d) at least 0.8x the baseline's requests/s, (b)
 // with a p99 at most 2x the baseline's; p99 during reloads at most 3x steady. (e) is reported, p99 included,
-// without a target.
+// without a target. Then ./session.ts: a browser session cookie (a real sign-in through an OpenID provider's code
+// flow) deciding the group-granted scope, against the baseline (≥ 0.8x) and against oauth2-proxy's /oauth2/auth for
+// its own session cookie (svc-auth ÷ oauth2-proxy ≥ 1.0, p99 of each beside it).
 //
 // Environment: BENCH_DURATION (seconds per measured run, default 4), BENCH_ROUNDS (default 3),
 // BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null),
 // BENCH_AUTH_DIST (1: run dist/authz/main.js, 0: the sources through tsx; default: dist/ when it is current),
 // BENCH_AUTH_NODE_FLAGS (node options for svc-auth; default: those of its bin's shebang, as deployed),
 // BENCH_CASES (comma-separated subset of baseline,open,valid,wrong,jwt,jwtFirst,reload; default all: targets whose cases
-// did not run are reported as not run, and the run fails).
+// did not run are reported as not run, and the run fails), BENCH_SESSION (0: leave out the session-cookie section of
+// ./session.ts, svc-auth's browser session against oauth2-proxy's, which builds oauth2-proxy into the tool cache).
 import { execFileSync } from 'node:child_process';
 import { KeyObject, pbkdf2Sync, randomBytes, sign } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -33,6 +36,7 @@ import { buildIndexInSlices } from '../../authz/sources/source.js';
 import { freePorts } from '../../test/support/ports.js';
 import { Supervised } from '../../test/support/process.js';
 import { waitUntil } from '../../test/support/wait.js';
+import { sessionBench } from './session.js';
 
 const SCOPES = 10_000;
 const TOKENS_PER_SCOPE = 10;
@@ -182,6 +186,11 @@ function builtIsCurrent(): { current: boolean; why: string } {
 function deployedNodeFlags(): string {
   const first = readFileSync(join(ROOT, 'authz/main.ts'), 'utf8').split('\n', 1)[0]!;
   return /^#!\/usr\/bin\/env -S node (.*)$/.exec(first)?.[1] ?? '';
+}
+
+/** Node's arguments that run svc-auth, before its own: the node flags, then the build or the sources through tsx. */
+function authProgram(useDist: boolean): string[] {
+  return [...(process.env.BENCH_AUTH_NODE_FLAGS ?? deployedNodeFlags()).split(' ').filter(Boolean), ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts'])];
 }
 
 // Supervised kills whatever still runs when the bench exits, a failed one included.
@@ -396,8 +405,7 @@ async function main(): Promise<void> {
   console.log(useDist ? '  svc-auth: node dist/authz/main.js (the build, as deployed)' : `  svc-auth: node --import tsx authz/main.ts (${build.why}; run "npm run build" to bench the build, which is faster)`);
   const spawnedAt = performance.now();
   const auth = spawnPinned('svc-auth', [
-    ...(process.env.BENCH_AUTH_NODE_FLAGS ?? deployedNodeFlags()).split(' ').filter(Boolean),
-    ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts']),
+    ...authProgram(useDist),
     '--snapshot-file', layout.file,
     '--listen', `127.0.0.1:${authPort}`,
     '--metrics-listen', `127.0.0.1:${metricsPort}`,
@@ -532,12 +540,19 @@ async function main(): Promise<void> {
   ];
   console.log('');
   for (const [label, pass] of targets) console.log(`${pass ? 'PASS' : 'FAIL'}  ${label}`);
+  // BENCH_SESSION=0 leaves the session-cookie cases (and oauth2-proxy's build) out: see ./session.ts.
+  const sessionOk = process.env.BENCH_SESSION === '0' ? true : await sessionBench({
+    rounds: ROUNDS, duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, pinned: hasTaskset,
+    run: async (url, headers, seconds, pid) => measure(await load(url, headers, seconds, pid)),
+    baseline: cases.baseline, authProgram: authProgram(useDist), spawnPinned, waitReady: (url) => waitFor(url, (s) => s === 200, 60_000),
+    snapshotFile: layout.file, protectedPath: fixture.protectedPath, group: JWT_GROUP, dir, logLevel: LOG_LEVEL,
+  });
   // BENCH_IMPORTED=0 leaves the imported-token cases out.
   const importedOk = process.env.BENCH_IMPORTED === '0' ? true : await importedBench(dir);
   await Promise.all(children.map((c) => c.stop('SIGKILL')));
   // Exit explicitly: a load generator's sockets to a server killed mid-request (the imported flood) can keep the
   // event loop alive, and a bench must stop by itself once it has printed its figures.
-  process.exit(targets.every(([, p]) => p) && importedOk ? 0 : 1);
+  process.exit(targets.every(([, p]) => p) && sessionOk && importedOk ? 0 : 1);
 }
 
 main().catch((e: unknown) => {
