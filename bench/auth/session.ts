@@ -142,12 +142,14 @@ const median = (xs: readonly number[]) => {
 };
 
 /** Interleaved rounds of the cases that ran, each side signed in afresh before its round. */
-async function measureRounds(ctx: SessionBenchContext, sides: Partial<Record<Exclude<CaseName, 'baseline'>, Side>>): Promise<Record<CaseName, Measured[]>> {
+async function measureRounds(ctx: SessionBenchContext, sides: Partial<Record<Exclude<CaseName, 'baseline'>, Side>>, cookieBytes: Map<CaseName, number>): Promise<Record<CaseName, Measured[]>> {
   const runs: Record<CaseName, Measured[]> = { baseline: [], svcAuth: [], oauth2Proxy: [] };
   const request = async (name: CaseName): Promise<{ url: string; headers: Record<string, string>; pid: number | undefined }> => {
     if (name === 'baseline') return ctx.baseline;
     const side = sides[name]!;
-    return { url: side.url, headers: side.headers(await side.signIn()), pid: side.pid };
+    const cookie = await side.signIn();
+    cookieBytes.set(name, cookie.length);
+    return { url: side.url, headers: side.headers(cookie), pid: side.pid };
   };
   const names = (['baseline', 'svcAuth', 'oauth2Proxy'] as const).filter((n) => n === 'baseline' || sides[n] !== undefined);
   for (const name of names) {
@@ -227,9 +229,11 @@ export async function sessionBench(ctx: SessionBenchContext): Promise<boolean> {
     const svcAuth = await svcAuthSessionSide(ctx, idp, authPort, authMetrics);
     const oauth2Proxy = await oauth2ProxySide(ctx, idp, proxyPort);
     const sides = { ...('notRun' in svcAuth ? {} : { svcAuth }), oauth2Proxy };
-    const runs = await measureRounds(ctx, sides);
+    const cookieBytes = new Map<CaseName, number>();
+    const runs = await measureRounds(ctx, sides, cookieBytes);
     printTable(runs, 'notRun' in svcAuth ? svcAuth.notRun : undefined);
-    console.log('(medians over rounds; ratios within each round; each round after a fresh sign-in of each side)');
+    const bytes = (name: CaseName) => (cookieBytes.has(name) ? `${cookieBytes.get(name)} bytes` : '-');
+    console.log(`(medians over rounds; ratios within each round; each round after a fresh sign-in of each side; Cookie header: svc-auth ${bytes('svcAuth')}, oauth2-proxy ${bytes('oauth2Proxy')})`);
     return printTargets(ctx, runs, sides);
   } finally {
     await idp.stop();
