@@ -74,11 +74,9 @@ interface Side {
 
 type Outcome = Side | { readonly notRun: string };
 
-/** svc-auth's help names the sign-in flags only once its browser sessions exist. */
-async function sessionFlagsMissing(ctx: SessionBenchContext): Promise<string[]> {
-  const help = await runCommand(process.execPath, [...ctx.authProgram, '--help'], { timeoutMs: 60_000 });
-  const needed = ['--oidc-issuer', '--oidc-audience', '--external-url', '--sign-in-client-id', '--sign-in-client-secret-file', '--session-key-file'];
-  return needed.filter((flag) => !help.stdout.includes(flag));
+/** svc-auth's help: it names the sign-in flags only once its browser sessions exist. */
+async function authHelp(ctx: SessionBenchContext): Promise<string> {
+  return (await runCommand(process.execPath, [...ctx.authProgram, '--help'], { timeoutMs: 60_000 })).stdout;
 }
 
 /**
@@ -87,8 +85,12 @@ async function sessionFlagsMissing(ctx: SessionBenchContext): Promise<string[]> 
  * /authz/callback. Not run when svc-auth has no such flags.
  */
 async function svcAuthSessionSide(ctx: SessionBenchContext, idp: OidcProvider, port: number, metricsPort: number): Promise<Outcome> {
-  const missing = await sessionFlagsMissing(ctx);
+  const help = await authHelp(ctx);
+  const needed = ['--oidc-issuer', '--oidc-audience', '--external-url', '--sign-in-client-id', '--sign-in-client-secret-file', '--session-key-file'];
+  const missing = needed.filter((flag) => !help.includes(flag));
   if (missing.length > 0) return { notRun: `svc-auth has no ${missing.join(', ')} (its browser sessions are not in this build)` };
+  // The provider puts groups in the ID token only when its scope `groups` is asked for (oauth2-proxy asks the same).
+  const scopes = help.includes('--sign-in-scope') ? ['--sign-in-scope', 'email', '--sign-in-scope', 'groups'] : [];
   const base = `http://127.0.0.1:${port}`;
   const secretFile = join(ctx.dir, 'sign-in-client-secret');
   const keyFile = join(ctx.dir, 'session-keys');
@@ -97,7 +99,7 @@ async function svcAuthSessionSide(ctx: SessionBenchContext, idp: OidcProvider, p
   const auth = ctx.spawnPinned('svc-auth-sessions', [...ctx.authProgram,
     '--snapshot-file', ctx.snapshotFile, '--listen', `127.0.0.1:${port}`, '--metrics-listen', `127.0.0.1:${metricsPort}`, '--log-level', ctx.logLevel,
     '--oidc-issuer', idp.issuer, '--oidc-audience', 'svc-auth', '--external-url', base,
-    '--sign-in-client-id', 'svc-auth', '--sign-in-client-secret-file', secretFile, '--session-key-file', keyFile]);
+    '--sign-in-client-id', 'svc-auth', '--sign-in-client-secret-file', secretFile, '--session-key-file', keyFile, ...scopes]);
   await ctx.waitReady(`${base}/readyz`);
   return {
     url: `${base}/authz/auth-request`,
