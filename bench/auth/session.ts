@@ -74,6 +74,11 @@ interface Side {
 
 type Outcome = Side | { readonly notRun: string };
 
+/** The auth subrequest of a browser's GET, as nginx sends it to either (oauth2-proxy reads only the cookie). */
+function subrequest(ctx: SessionBenchContext, cookie: string): Record<string, string> {
+  return { 'X-Original-URI': ctx.protectedPath, 'X-Original-Method': 'GET', Cookie: cookie };
+}
+
 /** svc-auth's help: it names the sign-in flags only once its browser sessions exist. */
 async function authHelp(ctx: SessionBenchContext): Promise<string> {
   return (await runCommand(process.execPath, [...ctx.authProgram, '--help'], { timeoutMs: 60_000 })).stdout;
@@ -103,7 +108,7 @@ async function svcAuthSessionSide(ctx: SessionBenchContext, idp: OidcProvider, p
   await ctx.waitReady(`${base}/readyz`);
   return {
     url: `${base}/authz/auth-request`,
-    headers: (cookie) => ({ 'X-Original-URI': ctx.protectedPath, Cookie: cookie }),
+    headers: (cookie) => subrequest(ctx, cookie),
     expect: 200,
     pid: auth.pid,
     signIn: async () => {
@@ -124,7 +129,7 @@ async function oauth2ProxySide(ctx: SessionBenchContext, idp: OidcProvider, port
   });
   return {
     url: `${proxy.base}/oauth2/auth`,
-    headers: (cookie) => ({ 'X-Original-URI': ctx.protectedPath, Cookie: cookie }),
+    headers: (cookie) => subrequest(ctx, cookie),
     expect: 202,
     pid: proxy.pid,
     signIn: () => proxy.signIn({ user: USER, password: PASSWORD }),
