@@ -214,6 +214,9 @@ function printTargets(ctx: SessionBenchContext, runs: Record<CaseName, Measured[
     [`(f) svc-auth ÷ (g) oauth2-proxy requests/s ≥ 1.0: ${fmt(vsPeer)}× (p99 svc-auth ${runs.svcAuth.length ? p99('svcAuth') : '?'} ms, oauth2-proxy ${p99('oauth2Proxy')} ms; ${ctx.connections} connections each)`, vsPeer >= 1],
     ['every session answer had the expected status, no errors', statusesOk],
   ];
+  // Server CPU per answer does not depend on how busy the machine is the way requests/s does: reported beside them.
+  const cpu = ratioOf(runs, 'oauth2Proxy', 'svcAuth', (m) => m.cpu);
+  if (!Number.isNaN(cpu)) console.log(`  server CPU per answer: oauth2-proxy ÷ svc-auth ${fmt(cpu)}× (no target; for a machine whose other load skews requests/s)`);
   console.log('');
   for (const [label, pass] of targets) console.log(`${Number.isNaN(vsBase) && label.startsWith('(f)') ? 'NOT RUN' : pass ? 'PASS' : 'FAIL'}  ${label}`);
   return targets.every(([, pass]) => pass);
