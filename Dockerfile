@@ -37,7 +37,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
-# package.json is needed at run time: it makes dist/ ESM ("type": "module") and gives --version.
+# package.json is needed at run time: it makes dist/ ESM ("type": "module"). (--version is compiled in: lib/version.ts.)
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { AccessConfig } from '../core/index.js';
+import { VERSION } from '../lib/version.js';
 import { LOG_LEVELS, type LogLevel } from './telemetry/log.js';
 import { issuersFromFlags, parseAuthenticationConfiguration, type IssuerConfig } from './identity/oidc-config.js';
 import type { OidcOptions } from './identity/oidc.js';
@@ -34,18 +35,6 @@ export interface Output {
 }
 
 const HINT = 'Run "svc-auth --help" for usage.';
-
-function version(): string {
-  for (const rel of ['../package.json', '../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'svc-access-control' && pkg.version) return pkg.version;
-    } catch {
-      // not at this depth (sources vs dist/)
-    }
-  }
-  return 'unknown';
-}
 
 function isReadableFile(path: string): boolean {
   try {
@@ -91,7 +80,7 @@ function authCommand(io: Output): Command {
     .option('--oidc-ca-file <file>', "a PEM CA bundle for the providers' TLS (besides the system's)")
     .option('--refusal-log-sample <lines>', 'refusals logged one line each per minute at info; every refusal is counted in "requests refused" lines', '20')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
-    .version(version(), '-V, --version')
+    .version(VERSION, '-V, --version')
     .helpOption('-h, --help')
     .showHelpAfterError(HINT)
     .allowExcessArguments(false)

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import { LOG_LEVELS } from '../lib/log-levels.js';
 import { parseArgs } from './args.js';
 import { accessConfig, parseHostPort, UsageError } from './options.js';
@@ -61,6 +62,13 @@ describe('parseArgs', () => {
     const { io: sink } = io();
     expect(parseArgs(['--snapshot-configmap', 'snap', '-n', 'svc'], sink)).toMatchObject({ source: { kind: 'configmap', name: 'snap', namespace: 'svc' } });
     for (const level of LOG_LEVELS) expect(parseArgs(['--scopes-dir', '.', '--log-level', level], sink)).toMatchObject({ logLevel: level });
+  });
+
+  it('--version prints the package version and exits 0, as svc and svc-operator', () => {
+    const { out, io: sink } = io();
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(parseArgs(['--version'], sink)).toEqual({ exit: 0 });
+    expect(out).toEqual({ out: `${version}\n`, err: '' });
   });
 
   it('takes a snapshot file whose directory exists, even before the file does', () => {

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { freePort } from '../test/support/ports.js';
+import { StaticSource } from '../test/support/static-source.js';
 import { Writable } from 'node:stream';
 import {
   buildIndex,
@@ -20,7 +21,6 @@ import {
 import type { Logger } from 'pino';
 import { createLogger } from './telemetry/log.js';
 import { startServer, type RunningServer, type ServerOptions } from './server.js';
-import type { SnapshotSink, SnapshotSource } from './sources/source.js';
 
 // The real server on 127.0.0.1:0, hit with real HTTP: every endpoint × every row of docs/access-rules.md
 // "Answers". Tokens come from fixed seeds and are referred to by name; no assertion message prints one.
@@ -57,22 +57,6 @@ function fixtureIndex(): AccessIndex {
   const built = buildIndex(snapshot.generation, snapshot.lines);
   if (!built.ok) throw new Error(built.error);
   return built.value;
-}
-
-/** A source that hands over a fixed index (or nothing, for the not-ready cases). */
-class StaticSource implements SnapshotSource {
-  readonly kind = 'static';
-  readonly origin = 'test';
-  started = false;
-  constructor(private readonly index: AccessIndex | null) {}
-  start(sink: SnapshotSink): Promise<void> {
-    this.started = true;
-    if (this.index) sink.loaded({ index: this.index, origin: this.origin, loadMs: 0 });
-    return Promise.resolve();
-  }
-  stop(): Promise<void> {
-    return Promise.resolve();
-  }
 }
 
 /** An index whose every lookup throws: the internal-error path. */

@@ -1,8 +1,6 @@
 import { Argument, Command, CommanderError, Option, type CommandUnknownOpts, type OptionValues } from '@commander-js/extra-typings';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseDuration, TIMER_MAX_MS } from '../lib/duration.js';
+import { VERSION } from '../lib/version.js';
 import { CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import type { Io } from './io.js';
 import type { ScopeStore, StoreOptions } from './backends/backend.js';
@@ -51,19 +49,6 @@ async function prefixesOf(g: GlobalOptions, env: Readonly<Record<string, string 
     wafPrefix: read(g.wafPrefix !== undefined ? '--waf-prefix' : 'SVC_WAF_PREFIX', g.wafPrefix ?? env.SVC_WAF_PREFIX, '/data'),
     apiPrefix: read(g.apiPrefix !== undefined ? '--api-prefix' : 'SVC_API_PREFIX', g.apiPrefix ?? env.SVC_API_PREFIX, '/oapi'),
   };
-}
-
-function version(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4; i++, dir = dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'svc-access-control' && pkg.version) return pkg.version;
-    } catch {
-      // keep walking up
-    }
-  }
-  return 'unknown';
 }
 
 /** A timeout past what a timer honours would fire at once: refused rather than silently useless. */
@@ -164,7 +149,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): CommandUn
 function withGlobalOptions(program: Command) {
   return program
     .description('Token-based access control for the data service: manage the tokens of protected scopes (ProtectedScope objects).')
-    .version(version(), '-V, --version', 'print the version')
+    .version(VERSION, '-V, --version', 'print the version')
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)')
     .option('--context <name>', 'kubeconfig context to use')
     .option('-n, --namespace <namespace>', 'namespace of the ProtectedScopes (default: the context\'s)')

@@ -519,40 +519,35 @@ function publicNames(value: string, method: string | null, rawSegments: readonly
   return false;
 }
 
+/** For random worlds, one public path scope and requests: `check` gets each request's decision without the public scope and with it. */
+function withAndWithoutPublic(check: (before: Decision | VerifyJwt, after: Decision | VerifyJwt, r: Req, pub: string) => void): void {
+  fc.assert(
+    fc.property(mixedWorldArb, anyPathArb, fc.array(publicRequestArb, { minLength: 1, maxLength: 12 }), ([grants, paths], pub, requests) => {
+      const before = indexWithPublics(grants, paths, []);
+      const after = indexWithPublics(grants, paths, [pub]);
+      for (const r of requests.map(toReq)) check(run(before, r), run(after, r), r, pub);
+    }),
+    { numRuns: 500 },
+  );
+}
+
 describe('(d) a public scope never opens what anything else closes', () => {
   it('adding a public scope never opens a request that a non-public covering scope closes', () => {
-    fc.assert(
-      fc.property(mixedWorldArb, anyPathArb, fc.array(publicRequestArb, { minLength: 1, maxLength: 12 }), ([grants, paths], pub, requests) => {
-        const before = indexWithPublics(grants, paths, []);
-        const after = indexWithPublics(grants, paths, [pub]);
-        for (const r of requests.map(toReq)) {
-          const b = run(before, r);
-          // Governed by a scope with a token or closed: true (not by the default): the public one changes nothing.
-          if (b.outcome !== 'open' && b.outcome !== 'malformed' && !b.closedByDefault) expect(run(after, r)).toEqual(b);
-        }
-      }),
-      { numRuns: 500 },
-    );
+    withAndWithoutPublic((b, a) => {
+      // Governed by a scope with a token or closed: true (not by the default): the public one changes nothing.
+      if (b.outcome !== 'open' && b.outcome !== 'malformed' && !b.closedByDefault) expect(a).toEqual(b);
+    });
   });
   it('public lifts only "closed by default", and only for exactly the process id, stations or jobs path it names', () => {
-    fc.assert(
-      fc.property(mixedWorldArb, anyPathArb, fc.array(publicRequestArb, { minLength: 1, maxLength: 12 }), ([grants, paths], pub, requests) => {
-        const before = indexWithPublics(grants, paths, []);
-        const after = indexWithPublics(grants, paths, [pub]);
-        for (const r of requests.map(toReq)) {
-          const b = run(before, r);
-          const a = run(after, r);
-          if (a.outcome === 'open' && b.outcome !== 'open') {
-            const t = normalizeTarget(r.target);
-            expect(b.outcome !== 'malformed' && b.closedByDefault).toBe(true);
-            expect(t.ok && publicNames(pub, r.method, t.segments)).toBe(true);
-          } else {
-            expect(a).toEqual(b);
-          }
-        }
-      }),
-      { numRuns: 500 },
-    );
+    withAndWithoutPublic((b, a, r, pub) => {
+      if (a.outcome === 'open' && b.outcome !== 'open') {
+        const t = normalizeTarget(r.target);
+        expect(b.outcome !== 'malformed' && b.closedByDefault).toBe(true);
+        expect(t.ok && publicNames(pub, r.method, t.segments)).toBe(true);
+      } else {
+        expect(a).toEqual(b);
+      }
+    });
   });
 });
 

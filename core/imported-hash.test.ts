@@ -5,6 +5,7 @@ import {
   decideForScope, decideImportedSync, formatImportedHash, importedCandidates, matchesImported, parseImportedHash, presentedImported, triesImported,
 } from './index.js';
 import { HASH_PATTERN, hashToken, tokenIdOf } from './token.js';
+import { IMPORTED_SCOPE, importedRecord, ODD_TOKENS, oddTokensIndex } from '../test/support/odd-tokens.js';
 
 // PBKDF2-HMAC-SHA256("mytoken", bytes 0..23, 100000, 32), as Python's hashlib.pbkdf2_hmac computes it.
 const SALT = Buffer.from(Array.from({ length: 24 }, (_, i) => i));
@@ -83,44 +84,27 @@ describe('imported records in the index and the decision', () => {
 });
 
 describe('every value wis2box-auth accepted is tried against imported records (and only where a governing scope has some)', () => {
-  const scope: Scope = { kind: 'path', value: 'wis2downloader' };
-  const other: Scope = { kind: 'path', value: 'other' };
-  // What wis2box-auth took through ?token= (werkzeug decodes it as UTF-8) and answers 401 here as "malformed" before.
-  const ODD = {
-    spaces: 'a partner token with spaces',
-    nonAscii: 'jeton-météo-Ünïcode-€-パートナー',
-    svcPrefix: 'svc_not-one-of-ours-no-checksum',
-    long: 'L'.repeat(600),
-    max: 'M'.repeat(4096),
-  };
-  const derive = (t: string) => formatImportedHash(1000, SALT, pbkdf2Sync(t, SALT, 1000, 32, 'sha256'));
-  const records: TokenRecord[] = Object.values(ODD).map((t) => ({ id: tokenIdOf(derive(t)), hash: derive(t), createdAt: '2026-01-01T00:00:00Z' }));
-  const sha = hashToken('a-sha256-token-of-other');
-  const built = buildIndex('g', compileSnapshot([
-    newProtectedScope(scope, scopeObjectName(scope), undefined, records),
-    newProtectedScope(other, scopeObjectName(other), undefined, [{ id: tokenIdOf(sha), hash: sha, createdAt: '2026-01-01T00:00:00Z' }]),
-  ]).lines);
-  if (!built.ok) throw new Error(built.error);
-  const index = built.value;
+  const scope = IMPORTED_SCOPE;
+  const index = oddTokensIndex();
   const ask = (target: string, authorization?: string) => decide(index, DEFAULT_CONFIG, { method: 'GET', target, authorization }, 0);
   const q = (t: string) => `/wis2downloader/x?token=${encodeURIComponent(t)}`;
 
-  it.each(Object.entries(ODD))('%s: decide marks it importable; the value read is what wis2box-auth hashed; it matches its record', (_name, token) => {
+  it.each(Object.entries(ODD_TOKENS))('%s: decide marks it importable; the value read is what wis2box-auth hashed; it matches its record', (_name, token) => {
     const d = ask(q(token));
     expect(d).toMatchObject({ outcome: 'invalid-token', why: 'malformed', importable: true });
     const presented = presentedImported(DEFAULT_CONFIG, { target: q(token), authorization: undefined });
     expect(presented?.value.equals(Buffer.from(token, 'utf8'))).toBe(true);
     const candidates = importedCandidates(index, triesImported(d) ? d.governing : [], 0);
-    expect(candidates.filter((c) => matchesImported(presented!.value, c.record)).map((c) => c.record.id)).toEqual([tokenIdOf(derive(token))]);
+    expect(candidates.filter((c) => matchesImported(presented!.value, c.record)).map((c) => c.record.id)).toEqual([importedRecord(token).id]);
     // Bearer: the header's bytes as sent (node:http hands them over as latin1), inner spaces kept.
     const header = `Bearer ${Buffer.from(token, 'utf8').toString('latin1')}`;
     expect(triesImported(ask('/wis2downloader/x', header))).toBe(true);
     expect(presentedImported(DEFAULT_CONFIG, { target: '/wis2downloader/x', authorization: header })).toEqual({ value: Buffer.from(token, 'utf8'), carrier: 'bearer' });
     // The CLI's has-access-topic grants it too.
-    expect(decideImportedSync(index, decideForScope(index, scope, token, 0), token, 0)).toMatchObject({ outcome: 'granted', imported: true, tokenId: tokenIdOf(derive(token)) });
+    expect(decideImportedSync(index, decideForScope(index, scope, token, 0), token, 0)).toMatchObject({ outcome: 'granted', imported: true, tokenId: importedRecord(token).id });
   });
   it('the query argument is a form value as werkzeug decodes it: "+" is a space', () => {
-    expect(presentedImported(DEFAULT_CONFIG, { target: '/wis2downloader/x?token=a+partner+token+with+spaces', authorization: undefined })?.value.toString()).toBe(ODD.spaces);
+    expect(presentedImported(DEFAULT_CONFIG, { target: '/wis2downloader/x?token=a+partner+token+with+spaces', authorization: undefined })?.value.toString()).toBe(ODD_TOKENS.spaces);
   });
   it('over 4,096 bytes, or not decodable: not tried (the answer stays malformed)', () => {
     const over = 'M'.repeat(4097);
@@ -130,7 +114,7 @@ describe('every value wis2box-auth accepted is tried against imported records (a
     expect(decideImportedSync(index, decideForScope(index, scope, over, 0), over, 0)).toMatchObject({ outcome: 'invalid-token', why: 'malformed' });
   });
   it('where no governing scope holds imported records, such a value is malformed and never tried', () => {
-    for (const token of Object.values(ODD)) {
+    for (const token of Object.values(ODD_TOKENS)) {
       const d = decide(index, DEFAULT_CONFIG, { method: 'GET', target: `/other/x?token=${encodeURIComponent(token)}`, authorization: undefined }, 0);
       expect([d.outcome, d.outcome === 'invalid-token' && d.why, triesImported(d)]).toEqual(['invalid-token', 'malformed', false]);
     }

@@ -6,6 +6,7 @@ import { IncrementalIndex, type ShardLines } from './incremental-index.js';
 import { formatImportedHash } from './imported-hash.js';
 import type { ProtectedScope } from './protected-scope.js';
 import { compileSnapshot } from './snapshot/compile.js';
+import type { Snapshot } from './snapshot/lines.js';
 import { shardSnapshot } from './snapshot/shards.js';
 import { hashToken, hashTokenDigest, tokenIdOf, type TokenHash } from './token.js';
 
@@ -83,10 +84,38 @@ function shardsOf(state: { scope: number; tokens: { secret: number; exp: number;
     });
     return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: { ...SCOPES[o.scope], tokens, ...(o.closed ? { closed: true } : {}) } } as unknown as ProtectedScope;
   });
-  const snapshot = compileSnapshot(objects);
+  return sharded(compileSnapshot(objects), maxBytes);
+}
+
+/** `snapshot` in shards of at most `maxBytes`, as the reader hands them over (each shard's lines). */
+function sharded(snapshot: Snapshot, maxBytes: number) {
   const { snapshotIndex, shards } = shardSnapshot(snapshot, maxBytes);
   const indexed: ShardLines[] = shards.map((s) => ({ digest: s.digest, lines: s.text.split('\n').slice(0, -1) }));
   return { generation: snapshotIndex.generation, lines: snapshot.lines, shards: indexed };
+}
+
+type Generation = { readonly generation: string; readonly shards: readonly ShardLines[] };
+
+/** `inc` updated to `g`; a refusal fails the test. */
+async function update(inc: IncrementalIndex, g: Generation, tick?: () => Promise<void>) {
+  const r = await inc.update(g.generation, g.shards, tick);
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+}
+
+/** What AccessIndexBuilder builds of the same lines: what an update must equal. */
+function built(g: { readonly generation: string; readonly lines: readonly string[] }): AccessIndex {
+  const r = buildIndex(g.generation, g.lines);
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+}
+
+/** A fresh index serving `first` (updated and committed), then updated to `second`: both updates. */
+async function reload(first: Generation, second: Generation, tick?: () => Promise<void>) {
+  const inc = new IncrementalIndex();
+  const a = await update(inc, first);
+  a.commit();
+  return { a, b: await update(inc, second, tick) };
 }
 
 describe('IncrementalIndex', () => {
@@ -98,15 +127,10 @@ describe('IncrementalIndex', () => {
           const { generation, lines, shards } = shardsOf(state, maxBytes);
           const before = inc.current;
           const frozen = before && JSON.stringify(plain(before));
-          const r = await inc.update(generation, shards);
-          expect(r.ok).toBe(true);
-          if (!r.ok) return;
-          const expected = buildIndex(generation, lines);
-          expect(expected.ok).toBe(true);
-          if (!expected.ok) return;
-          expect(plain(r.value.index)).toEqual(plain(expected.value));
+          const r = await update(inc, { generation, shards });
+          expect(plain(r.index)).toEqual(plain(built({ generation, lines })));
           if (before) expect(JSON.stringify(plain(before))).toBe(frozen);
-          if (commit) r.value.commit();
+          if (commit) r.commit();
         }
       }),
       { numRuns: 300 },
@@ -114,44 +138,30 @@ describe('IncrementalIndex', () => {
   });
 
   it('updates by difference a change to a prefix path (wis2downloader), as to any other scope', async () => {
-    const inc = new IncrementalIndex();
     const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
     state.push({ scope: SCOPES.findIndex((x) => x.path === 'wis2downloader'), tokens: [{ secret: 0, exp: 0 }] });
     const first = shardsOf(state, 200);
-    const a = await inc.update(first.generation, first.shards);
-    if (!a.ok) throw new Error(a.error);
-    a.value.commit();
     state[10] = { ...state[10]!, tokens: [{ secret: 0, exp: 0 }, { secret: 1, exp: 2 }] };
     const second = shardsOf(state, 200);
-    const b = await inc.update(second.generation, second.shards);
-    if (!b.ok) throw new Error(b.error);
-    expect(b.value.incremental).toBe(true);
-    const full = buildIndex(second.generation, second.lines);
-    if (!full.ok) throw new Error(full.error);
-    expect(plain(b.value.index)).toEqual(plain(full.value));
-    expect(b.value.index.prefixes).not.toBe(a.value.index.prefixes);
+    const { a, b } = await reload(first, second);
+    expect(b.incremental).toBe(true);
+    expect(plain(b.index)).toEqual(plain(built(second)));
+    expect(b.index.prefixes).not.toBe(a.index.prefixes);
   });
 
   it('parses each line once, when it adds it: lines that only moved between shards are not parsed again', async () => {
-    const inc = new IncrementalIndex();
     // Lines of ~150 bytes in shards of 400: a longer line pushes the lines after it into the next shards.
     const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
     const first = shardsOf(state, 400);
-    const a = await inc.update(first.generation, first.shards);
-    if (!a.ok) throw new Error(a.error);
-    expect(a.value.parsedLines).toBe(10);
-    a.value.commit();
     state[1] = { scope: 1, tokens: [{ secret: 1, exp: 0 }, { secret: 2, exp: 2 }, { secret: 3, exp: 1 }] };
     const second = shardsOf(state, 400);
     // The new shards hold the changed line and lines that only moved.
     const come = second.shards.filter((s) => !first.shards.some((t) => t.digest === s.digest)).flatMap((s) => s.lines);
     expect(come.length).toBeGreaterThan(2);
-    const b = await inc.update(second.generation, second.shards);
-    if (!b.ok) throw new Error(b.error);
-    expect([b.value.incremental, b.value.parsedLines]).toEqual([true, 1]);
-    const full = buildIndex(second.generation, second.lines);
-    if (!full.ok) throw new Error(full.error);
-    expect(plain(b.value.index)).toEqual(plain(full.value));
+    const { a, b } = await reload(first, second);
+    expect(a.parsedLines).toBe(10);
+    expect([b.incremental, b.parsedLines]).toEqual([true, 1]);
+    expect(plain(b.index)).toEqual(plain(built(second)));
   });
 
   it('refuses a line that is no scope line, naming it in the whole snapshot, whether it is added to an index or builds one', async () => {
@@ -162,44 +172,31 @@ describe('IncrementalIndex', () => {
     const fresh = await new IncrementalIndex().update(good.generation, bad);
     expect(fresh).toEqual({ ok: false, error: expect.stringMatching(new RegExp(`^scope line ${line}: `)) });
     const inc = new IncrementalIndex();
-    const a = await inc.update(good.generation, good.shards);
-    if (!a.ok) throw new Error(a.error);
-    a.value.commit();
+    const a = await update(inc, good);
+    a.commit();
     expect(await inc.update('next', bad)).toEqual({ ok: false, error: expect.stringMatching(new RegExp(`^scope line ${line}: `)) });
-    expect(inc.current).toBe(a.value.index);
+    expect(inc.current).toBe(a.index);
   });
 
   it('updates by difference when little changed', async () => {
-    const inc = new IncrementalIndex();
     const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
     const first = shardsOf(state, 200);
-    const a = await inc.update(first.generation, first.shards);
-    expect(a.ok && a.value.incremental).toBe(false);
-    if (a.ok) a.value.commit();
     state[3] = { scope: 3, tokens: [{ secret: 1, exp: 2 }] };
-    const second = shardsOf(state, 200);
-    const b = await inc.update(second.generation, second.shards);
-    expect(b.ok && b.value.incremental).toBe(true);
+    const { a, b } = await reload(first, shardsOf(state, 200));
+    expect([a.incremental, b.incremental]).toEqual([false, true]);
   });
 
   it('counts imported records in tokenCount after an incremental reload, as a full build does', async () => {
-    const inc = new IncrementalIndex();
     const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0, imported: i % 2 === 0 }] }));
     const first = shardsOf(state, 200);
-    const a = await inc.update(first.generation, first.shards);
-    if (!a.ok) throw new Error(a.error);
-    a.value.commit();
-    expect(a.value.index.tokenCount).toBe(10);
     // One scope gains an imported record, another loses its imported one for a SHA-256 token.
     state[3] = { scope: 3, tokens: [{ secret: 1, exp: 0, imported: false }, { secret: 2, exp: 0, imported: true }] };
     state[4] = { scope: 4, tokens: [{ secret: 4, exp: 0, imported: false }] };
     const second = shardsOf(state, 200);
-    const b = await inc.update(second.generation, second.shards);
-    if (!b.ok) throw new Error(b.error);
-    expect(b.value.incremental).toBe(true);
-    const full = buildIndex(second.generation, second.lines);
-    if (!full.ok) throw new Error(full.error);
-    expect([b.value.index.tokenCount, full.value.tokenCount]).toEqual([11, 11]);
+    const { a, b } = await reload(first, second);
+    expect(a.index.tokenCount).toBe(10);
+    expect(b.incremental).toBe(true);
+    expect([b.index.tokenCount, built(second).tokenCount]).toEqual([11, 11]);
   });
 
   it('fills the new token table in slices, yielding between them, and shares unchanged scopes', async () => {
@@ -211,34 +208,20 @@ describe('IncrementalIndex', () => {
         });
         return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: { topicHierarchy: `t.s${i}`, tokens } } as unknown as ProtectedScope;
       });
-    const shardsFor = (changed: string) => {
-      const snapshot = compileSnapshot(objects(changed));
-      const { snapshotIndex, shards } = shardSnapshot(snapshot, 20000);
-      return {
-        generation: snapshotIndex.generation,
-        shards: shards.map((sh): ShardLines => ({ digest: sh.digest, lines: sh.text.split('\n').slice(0, -1) })),
-      };
-    };
-    const inc = new IncrementalIndex();
-    const first = shardsFor('a');
-    const a = await inc.update(first.generation, first.shards);
-    if (!a.ok) throw new Error(a.error);
-    a.value.commit();
-    const second = shardsFor('b');
+    const shardsFor = (changed: string) => sharded(compileSnapshot(objects(changed)), 20000);
     let ticks = 0;
-    const b = await inc.update(second.generation, second.shards, async () => void ticks++);
-    if (!b.ok) throw new Error(b.error);
-    expect(b.value.incremental).toBe(true);
+    const { a, b } = await reload(shardsFor('a'), shardsFor('b'), async () => void ticks++);
+    expect(b.incremental).toBe(true);
     expect(ticks).toBeGreaterThanOrEqual(1);
-    expect(b.value.index.tokenCount).toBe(6000);
-    expect(b.value.index.tokens.size).toBe(6000);
+    expect(b.index.tokenCount).toBe(6000);
+    expect(b.index.tokens.size).toBe(6000);
     // The unchanged scope is the same object in both indexes; the changed one is new, and only it owns the new tokens.
     const scopeOf = (index: AccessIndex, i: number) => index.topics.get('t')!.children.get(`s${i}`)!.scope!;
-    expect(scopeOf(b.value.index, 3)).toBe(scopeOf(a.value.index, 3));
-    expect(scopeOf(b.value.index, 7)).not.toBe(scopeOf(a.value.index, 7));
+    expect(scopeOf(b.index, 3)).toBe(scopeOf(a.index, 3));
+    expect(scopeOf(b.index, 7)).not.toBe(scopeOf(a.index, 7));
     const digest = hashTokenDigest('big-7-0-b');
-    expect(b.value.index.tokens.ownerAt(b.value.index.tokens.first(digest))).toBe(scopeOf(b.value.index, 7));
-    expect(a.value.index.tokens.first(digest)).toBe(-1);
+    expect(b.index.tokens.ownerAt(b.index.tokens.first(digest))).toBe(scopeOf(b.index, 7));
+    expect(a.index.tokens.first(digest)).toBe(-1);
   });
 
   it('refuses a snapshot with a scope twice, as the builder does', async () => {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
@@ -14,6 +14,7 @@ import { protectedScopeListWatch, kubeScopeStatusClient } from '../k8s/watched-s
 import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, FIELD_MANAGER, snapshotSelector } from '../k8s/snapshot/objects.js';
 import { parseDuration } from '../lib/duration.js';
 import { LOG_LEVELS } from '../lib/log-levels.js';
+import { VERSION } from '../lib/version.js';
 import { parsePrefix } from '../core/index.js';
 import { startHealthServer } from './health.js';
 import { Operator, type OperatorBackends, type OperatorConfig } from './operator.js';
@@ -49,18 +50,6 @@ function parseName(value: string): string {
   return value;
 }
 
-function version(): string {
-  for (const rel of ['../package.json', '../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'svc-access-control' && pkg.version) return pkg.version;
-    } catch {
-      // not at this depth (sources vs dist/)
-    }
-  }
-  return 'unknown';
-}
-
 export function program(): Command {
   return new Command('svc-operator')
     .description('Compiles the ProtectedScopes of a namespace into the snapshot ConfigMaps svc-auth serves from, and reports status on each ProtectedScope.')
@@ -85,7 +74,7 @@ export function program(): Command {
     .addOption(new Option('--resync <d>', 'reconcile at least this often').default(600_000, '10m').argParser(durationFlag))
     .addOption(new Option('--request-timeout <d>', 'timeout of one API request').default(30_000, '30s').argParser(durationFlag))
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
-    .version(version(), '-V, --version')
+    .version(VERSION, '-V, --version')
     .showHelpAfterError('Run "svc-operator --help" for usage.')
     .allowExcessArguments(false)
     .exitOverride();

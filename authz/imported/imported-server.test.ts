@@ -4,54 +4,12 @@
 // Tokens are referred to by name; no assertion message prints one.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { request } from 'node:http';
-import { pbkdf2Sync } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatImportedHash, hashToken, newProtectedScope, scopeObjectName, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
+import { DEFAULT_CONFIG } from '../../core/index.js';
 import { createLogger } from '../telemetry/log.js';
 import { startServer, type RunningServer, type ServerOptions } from '../server.js';
-import type { SnapshotSink, SnapshotSource } from '../sources/source.js';
-
-const SALT = Buffer.alloc(24, 5);
-const ITERATIONS = 1000;
-const IMPORTED: Scope = { kind: 'path', value: 'wis2downloader' };
-const SHA_ONLY: Scope = { kind: 'path', value: 'other' };
-
-const ODD = {
-  short: 'mytoken',
-  spaces: 'a partner token with spaces',
-  nonAscii: 'jeton-météo-Ünïcode-€-パートナー',
-  svcPrefix: 'svc_not-one-of-ours-no-checksum',
-  long: 'L'.repeat(600),
-  max: 'M'.repeat(4096),
-} as const;
-
-function importedRecord(token: string): TokenRecord {
-  const hash = formatImportedHash(ITERATIONS, SALT, pbkdf2Sync(token, SALT, ITERATIONS, 32, 'sha256'));
-  return { id: tokenIdOf(hash), hash, createdAt: '2026-01-01T00:00:00Z' };
-}
-
-function fixtureIndex(): AccessIndex {
-  const sha = hashToken('a-sha256-token-of-other');
-  const built = buildIndex('g', compileSnapshot([
-    newProtectedScope(IMPORTED, scopeObjectName(IMPORTED), undefined, Object.values(ODD).map(importedRecord)),
-    newProtectedScope(SHA_ONLY, scopeObjectName(SHA_ONLY), undefined, [{ id: tokenIdOf(sha), hash: sha, createdAt: '2026-01-01T00:00:00Z' }]),
-  ]).lines);
-  if (!built.ok) throw new Error(built.error);
-  return built.value;
-}
-
-class StaticSource implements SnapshotSource {
-  readonly kind = 'static';
-  readonly origin = 'test';
-  constructor(private readonly index: AccessIndex) {}
-  start(sink: SnapshotSink): Promise<void> {
-    sink.loaded({ index: this.index, origin: this.origin, loadMs: 0 });
-    return Promise.resolve();
-  }
-  stop(): Promise<void> {
-    return Promise.resolve();
-  }
-}
+import { WIS2BOX_TOKENS, oddTokensIndex } from '../../test/support/odd-tokens.js';
+import { StaticSource } from '../../test/support/static-source.js';
 
 class Discard extends Writable {
   override _write(_chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
@@ -62,7 +20,7 @@ class Discard extends Writable {
 async function serve(extra: Partial<ServerOptions> = {}): Promise<RunningServer> {
   const server = await startServer({
     listen: { host: '127.0.0.1', port: 0 }, metricsListen: { host: '127.0.0.1', port: 0 }, access: DEFAULT_CONFIG,
-    source: new StaticSource(fixtureIndex()), logger: createLogger('info', new Discard()).logger, ...extra,
+    source: new StaticSource(oddTokensIndex()), logger: createLogger('info', new Discard()).logger, ...extra,
   });
   await server.firstLoad;
   return server;
@@ -99,16 +57,16 @@ describe('imported tokens through svc-auth', () => {
   });
   afterAll(() => server.shutdown());
 
-  it.each(Object.keys(ODD) as (keyof typeof ODD)[])('%s: granted through ?token= and Bearer, on both endpoint families', async (name) => {
+  it.each(Object.keys(WIS2BOX_TOKENS) as (keyof typeof WIS2BOX_TOKENS)[])('%s: granted through ?token= and Bearer, on both endpoint families', async (name) => {
     for (const endpoint of ['auth-request', 'forward-auth'] as const) {
-      expect([endpoint, 'query', (await ask(server.url, '/wis2downloader/x', ODD[name], 'query', endpoint)).status]).toEqual([endpoint, 'query', 200]);
-      expect([endpoint, 'bearer', (await ask(server.url, '/wis2downloader/x', ODD[name], 'bearer', endpoint)).status]).toEqual([endpoint, 'bearer', 200]);
+      expect([endpoint, 'query', (await ask(server.url, '/wis2downloader/x', WIS2BOX_TOKENS[name], 'query', endpoint)).status]).toEqual([endpoint, 'query', 200]);
+      expect([endpoint, 'bearer', (await ask(server.url, '/wis2downloader/x', WIS2BOX_TOKENS[name], 'bearer', endpoint)).status]).toEqual([endpoint, 'bearer', 200]);
     }
-    expect((await ask(server.url, '/wis2downloader/x', `${ODD[name]}x`, 'bearer')).status).toBe(401);
+    expect((await ask(server.url, '/wis2downloader/x', `${WIS2BOX_TOKENS[name]}x`, 'bearer')).status).toBe(401);
   });
 
   it('"+" in the query is a space, as wis2box-auth decoded it', async () => {
-    const uri = `/wis2downloader/x?token=${ODD.spaces.replaceAll(' ', '+')}`;
+    const uri = `/wis2downloader/x?token=${WIS2BOX_TOKENS.spaces.replaceAll(' ', '+')}`;
     expect((await get(server.url, '/authz/auth-request', { 'X-Original-Method': 'GET', 'X-Original-URI': uri })).status).toBe(200);
   });
 
@@ -128,14 +86,14 @@ describe('the bound on concurrent derivations', () => {
   it('covers such values too: refused as unavailable (never granted), counted by svc_auth_imported_token_busy_refusals_total', async () => {
     const metrics = async () => (await get(server.metricsUrl, '/metrics', {})).body;
     expect(await metrics()).toMatch(/^svc_auth_imported_token_busy_refusals_total 0$/m);
-    expect((await ask(server.url, '/wis2downloader/x', ODD.spaces, 'query')).status).toBe(403);
-    expect((await ask(server.url, '/wis2downloader/x', ODD.long, 'bearer', 'forward-auth')).status).toBe(503);
+    expect((await ask(server.url, '/wis2downloader/x', WIS2BOX_TOKENS.spaces, 'query')).status).toBe(403);
+    expect((await ask(server.url, '/wis2downloader/x', WIS2BOX_TOKENS.long, 'bearer', 'forward-auth')).status).toBe(503);
     expect((await ask(server.url, '/wis2downloader/x', 'a-plausible-svc-like-token', 'bearer')).status).toBe(403);
     expect(await metrics()).toMatch(/^svc_auth_imported_token_busy_refusals_total 3$/m);
   });
 
   it('where no governing scope holds imported records, such values are malformed at once (401), never derived', async () => {
-    for (const token of Object.values(ODD)) {
+    for (const token of Object.values(WIS2BOX_TOKENS)) {
       expect((await ask(server.url, '/other/x', token, 'query')).status).toBe(401);
       expect((await ask(server.url, '/other/x', token, 'bearer')).status).toBe(401);
     }

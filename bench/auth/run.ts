@@ -21,9 +21,8 @@
 // BENCH_CASES (comma-separated subset of baseline,open,valid,wrong,jwt,jwtFirst,reload; default all: targets whose cases
 // did not run are reported as not run, and the run fails), BENCH_SESSION (0: leave out the session-cookie section of
 // ./session.ts, svc-auth's browser session against oauth2-proxy's, which builds oauth2-proxy into the tool cache).
-import { execFileSync } from 'node:child_process';
 import { KeyObject, pbkdf2Sync, randomBytes, sign } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -31,15 +30,16 @@ import { runInNewContext } from 'node:vm';
 import { createServer as createHttpServer } from 'node:http';
 import autocannon, { type Options as CannonOptions } from 'autocannon';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { compileSnapshot, formatGeneratedToken, formatImportedHash, hashToken, WIS2BOX_ITERATIONS, parseSnapshotFile, serializeSnapshot, tokenIdOf, type ProtectedScope, type Snapshot, type TokenRecord } from '../../core/index.js';
+import { compileSnapshot, formatGeneratedToken, formatImportedHash, hashToken, WIS2BOX_ITERATIONS, parseSnapshotFile, serializeSnapshot, type ProtectedScope, type Snapshot, type TokenRecord } from '../../core/index.js';
 import { buildIndexInSlices } from '../../authz/sources/source.js';
 import { freePorts } from '../../test/support/ports.js';
 import { Supervised } from '../../test/support/process.js';
 import { waitUntil } from '../../test/support/wait.js';
+import { median, metricValue } from '../support/figures.js';
+import { cpuMs, hasTaskset, pinned, pinSelf, svcAuthNodeFlags } from '../support/processes.js';
+import { benchScopes, KNOWN_SCOPE, PROTECTED_PATH, SCOPES, TOKENS_PER_SCOPE, tokenRecord, withOneMoreToken } from '../support/scopes.js';
 import { sessionBench } from './session.js';
 
-const SCOPES = 10_000;
-const TOKENS_PER_SCOPE = 10;
 const DURATION = Number(process.env.BENCH_DURATION ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -88,44 +88,23 @@ interface Fixture {
   readonly openPath: string;
 }
 
-function randomHash(): TokenRecord['hash'] {
-  return `sha256:${randomBytes(32).toString('hex')}`;
-}
-
-function scopeSpec(i: number): Record<string, string> {
-  if (i % 10 < 6) return { topicHierarchy: `origin.a.wis2.centre-${i}.data.core` };
-  if (i % 10 < 9) return { metadataId: `urn:wmo:md:centre-${i}:surface-weather-observations` };
-  return { path: `processes/proc${i}` };
-}
-
 function makeFixture(): Fixture {
   const token = formatGeneratedToken(randomBytes(32));
   const wrongToken = formatGeneratedToken(randomBytes(32));
-  const createdAt = '2026-11-21T00:00:00Z';
-  const objects: ProtectedScope[] = [];
-  for (let i = 0; i < SCOPES; i++) {
-    const tokens: TokenRecord[] = [];
-    for (let j = 0; j < TOKENS_PER_SCOPE; j++) {
-      const hash = i === 42 && j === 3 ? hashToken(token) : randomHash();
-      tokens.push({ id: tokenIdOf(hash), hash, createdAt });
-    }
-    objects.push({ apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `scope-${i}` }, spec: { ...scopeSpec(i), tokens } as unknown as ProtectedScope['spec'] });
-  }
-  // Scope 42 grants a group of the OpenID provider too (case (d)).
-  const granted = objects[42]!;
-  objects[42] = { ...granted, spec: { ...granted.spec, subjects: [{ kind: 'Group', name: JWT_GROUP }] } as unknown as ProtectedScope['spec'] };
+  const objects = benchScopes(token);
+  // The token's scope grants a group of the OpenID provider too (case (d)).
+  const granted = objects[KNOWN_SCOPE]!;
+  objects[KNOWN_SCOPE] = { ...granted, spec: { ...granted.spec, subjects: [{ kind: 'Group', name: JWT_GROUP }] } };
   const a = compileSnapshot(objects);
   // Generation b differs by one token in one scope, so every swap is a real reload.
-  const last = objects[SCOPES - 1]!;
-  const extra = randomHash();
-  objects[SCOPES - 1] = { ...last, spec: { ...last.spec, tokens: [...(last.spec.tokens ?? []), { id: tokenIdOf(extra), hash: extra, createdAt }] } as unknown as ProtectedScope['spec'] };
+  objects[SCOPES - 1] = withOneMoreToken(objects[SCOPES - 1]!);
   const b = compileSnapshot(objects);
   return {
     a,
     b,
     token,
     wrongToken,
-    protectedPath: '/data/2026-11-21/wis/origin/a/wis2/centre-42/data/core/weather/surface/x.bufr4',
+    protectedPath: PROTECTED_PATH,
     openPath: '/data/2026-11-21/wis/origin/a/wis2/centre-open/data/core/weather/surface/x.bufr4',
   };
 }
@@ -155,15 +134,6 @@ function writeKubeletLayout(dir: string, f: Fixture): { file: string; current: '
 // ---------------------------------------------------------------------------------------------------
 // Processes
 
-const hasTaskset = (() => {
-  try {
-    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
 /** Whether dist/ holds a build at least as new as every source of svc-auth (core/, authz/). */
 function builtIsCurrent(): { current: boolean; why: string } {
   const newest = (dir: string, ext: string): number => {
@@ -182,22 +152,19 @@ function builtIsCurrent(): { current: boolean; why: string } {
   }
 }
 
-/** The node options svc-auth's bin runs with (its `#!/usr/bin/env -S node ...` line), so it is benched as deployed. */
-function deployedNodeFlags(): string {
-  const first = readFileSync(join(ROOT, 'authz/main.ts'), 'utf8').split('\n', 1)[0]!;
-  return /^#!\/usr\/bin\/env -S node (.*)$/.exec(first)?.[1] ?? '';
-}
+/** The node options svc-auth runs with: BENCH_AUTH_NODE_FLAGS, else those of its bin's shebang, as deployed. */
+const nodeFlags = (): string[] => process.env.BENCH_AUTH_NODE_FLAGS?.split(' ').filter(Boolean) ?? svcAuthNodeFlags(ROOT);
 
 /** Node's arguments that run svc-auth, before its own: the node flags, then the build or the sources through tsx. */
 function authProgram(useDist: boolean): string[] {
-  return [...(process.env.BENCH_AUTH_NODE_FLAGS ?? deployedNodeFlags()).split(' ').filter(Boolean), ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts'])];
+  return [...nodeFlags(), ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts'])];
 }
 
 // Supervised kills whatever still runs when the bench exits, a failed one included.
 const children: Supervised[] = [];
 
 function spawnPinned(name: string, args: string[]): Supervised {
-  const [cmd, argv] = hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...args]] : [process.execPath, args];
+  const [cmd, argv] = pinned(0, process.execPath, args);
   const child = Supervised.spawn(name, cmd, argv, { cwd: ROOT, output: 'stderr' });
   children.push(child);
   return child;
@@ -212,11 +179,6 @@ function waitFor(url: string, ok: (status: number, body: string) => boolean, tim
   }, { what: url, timeoutMs, intervalMs: 20 });
 }
 
-function metricValue(text: string, name: string): number | undefined {
-  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : undefined;
-}
-
 const BASELINE_SERVER = `
 import { createServer } from 'node:http';
 createServer((req, res) => { res.writeHead(200, { 'Content-Length': '0' }); res.end(); })
@@ -225,23 +187,6 @@ createServer((req, res) => { res.writeHead(200, { 'Content-Length': '0' }); res.
 
 // ---------------------------------------------------------------------------------------------------
 // Load
-
-/** CPU time (user + system, all threads) a process has used so far, in microseconds; NaN where /proc is missing. */
-function cpuMicros(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-  } catch {
-    return NaN;
-  }
-}
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
 
 interface Run {
   readonly rps: number;
@@ -259,11 +204,11 @@ function load(url: string, headers: Record<string, string>, seconds: number, ser
     let n = 0;
     const statuses = new Map<number, number>();
     const started = performance.now();
-    const cpuBefore = cpuMicros(serverPid);
+    const cpuBefore = cpuMs(serverPid);
     const instance = autocannon({ url, connections: CONNECTIONS, pipelining: 1, duration: seconds, headers, ...extra }, (err, result) => {
       if (err) return reject(err);
       const elapsed = (performance.now() - started) / 1000;
-      const cpuPerRequest = (cpuMicros(serverPid) - cpuBefore) / n;
+      const cpuPerRequest = ((cpuMs(serverPid) - cpuBefore) * 1000) / n;
       // A fixed amount of requests (the first-seen case) ends when they are answered: its own elapsed time.
       const seconds = extra.amount !== undefined ? elapsed : Math.min(elapsed, result.duration || elapsed);
       resolveRun({ rps: n / seconds, latencies: latencies.subarray(0, n), statuses, errors: result.errors + result.timeouts, cpuPerRequest });
@@ -303,19 +248,16 @@ const IMPORTED_FIRST_USES = 5;
 
 /** One wis2downloader scope with IMPORTED_FIRST_USES + 1 imported records, one topic with a SHA-256 token. */
 function importedFixture(): { snapshot: Snapshot; imported: string[]; sha: string } {
-  const createdAt = '2026-11-21T00:00:00Z';
   const imported = Array.from({ length: IMPORTED_FIRST_USES + 1 }, () => formatGeneratedToken(randomBytes(32)));
   const records = imported.map((tok): TokenRecord => {
     const salt = randomBytes(24);
-    const hash = formatImportedHash(WIS2BOX_ITERATIONS, salt, pbkdf2Sync(tok, salt, WIS2BOX_ITERATIONS, 32, 'sha256'));
-    return { id: tokenIdOf(hash), hash, createdAt };
+    return tokenRecord(formatImportedHash(WIS2BOX_ITERATIONS, salt, pbkdf2Sync(tok, salt, WIS2BOX_ITERATIONS, 32, 'sha256')));
   });
   const sha = formatGeneratedToken(randomBytes(32));
-  const shaHash = hashToken(sha);
   const spec = (s: Record<string, unknown>) => s as unknown as ProtectedScope['spec'];
   const objects: ProtectedScope[] = [
     { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: 'dl' }, spec: spec({ path: 'wis2downloader', tokens: records }) },
-    { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: 'topic' }, spec: spec({ topicHierarchy: 'origin.a.wis2.centre-1.data.core', tokens: [{ id: tokenIdOf(shaHash), hash: shaHash, createdAt }] }) },
+    { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: 'topic' }, spec: spec({ topicHierarchy: 'origin.a.wis2.centre-1.data.core', tokens: [tokenRecord(hashToken(sha))] }) },
   ];
   return { snapshot: compileSnapshot(objects), imported, sha };
 }
@@ -326,7 +268,7 @@ async function importedBench(dir: string): Promise<boolean> {
   const file = join(dir, 'imported.snapshot');
   writeFileSync(file, serializeSnapshot(f.snapshot));
   const [port, metrics] = (await freePorts(2)) as [number, number];
-  const auth = spawnPinned('svc-auth-imported', [...deployedNodeFlags().split(' ').filter(Boolean), '--import', 'tsx', 'authz/main.ts',
+  const auth = spawnPinned('svc-auth-imported', [...nodeFlags(), '--import', 'tsx', 'authz/main.ts',
     '--snapshot-file', file, '--listen', `127.0.0.1:${port}`, '--metrics-listen', `127.0.0.1:${metrics}`, '--log-level', LOG_LEVEL]);
   await waitFor(`http://127.0.0.1:${port}/readyz`, (st) => st === 200, 60_000);
   const url = `http://127.0.0.1:${port}/authz/auth-request`;
@@ -359,19 +301,18 @@ async function importedBench(dir: string): Promise<boolean> {
     flooded.push(during.rps / s.rps);
   }
   await auth.stop('SIGKILL');
-  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const ratio = med(ratios);
+  const ratio = median(ratios);
   console.log(`\nimported (wis2box-auth PBKDF2, ${WIS2BOX_ITERATIONS} iterations) tokens, own svc-auth, ${IMPORTED_FIRST_USES + 1} imported records in the scope:`);
-  console.log(`  first use: median ${med(firstMs).toFixed(1)} ms, max ${Math.max(...firstMs).toFixed(1)} ms (${firstMs.length} tokens, each derived against the scope's records in turn)`);
+  console.log(`  first use: median ${median(firstMs).toFixed(1)} ms, max ${Math.max(...firstMs).toFixed(1)} ms (${firstMs.length} tokens, each derived against the scope's records in turn)`);
   console.log(`  repeated use: ${impRps.toFixed(0)} req/s vs SHA-256 token ${shaRps.toFixed(0)} req/s (last round); SHA-256 ÷ imported ${ratio.toFixed(2)}× (median of ${ROUNDS})`);
-  console.log(`  SHA-256 token while wrong tokens flood the imported scope: ${med(flooded).toFixed(2)}× its own rate without the flood (half the connections each); flood answers ${[...floodStatuses].map(([k, c]) => `${k}:${c}`).join(' ')}`);
+  console.log(`  SHA-256 token while wrong tokens flood the imported scope: ${median(flooded).toFixed(2)}× its own rate without the flood (half the connections each); flood answers ${[...floodStatuses].map(([k, c]) => `${k}:${c}`).join(' ')}`);
   const pass = ratio <= 1.5;
   console.log(`${pass ? 'PASS' : 'FAIL'}  imported repeated use: SHA-256 req/s ÷ imported req/s ≤ 1.5: ${ratio.toFixed(2)}×`);
   return pass;
 }
 
 async function main(): Promise<void> {
-  if (hasTaskset) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  pinSelf();
   console.log(`bench:auth — ${SCOPES.toLocaleString('en')} scopes, ${(SCOPES * TOKENS_PER_SCOPE).toLocaleString('en')} tokens; ${CONNECTIONS} connections, ${ROUNDS} round(s) of ${DURATION}s per case; ${hasTaskset ? 'servers on CPU 0, load generator on CPU 1' : 'taskset not found: processes not pinned'}`);
 
   const fixture = makeFixture();
@@ -489,10 +430,6 @@ async function main(): Promise<void> {
   const reloadFailures = metricValue(m1, 'svc_auth_reload_failures_total');
 
   // ---- report
-  const median = (xs: readonly number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-  };
   const perRound = (name: CaseName, f: (m: Measured, i: number) => number) => median(runs[name].map(f));
   const ratio = (name: CaseName, against: CaseName, f: (m: Measured) => number) => (runs[against].length === 0 ? NaN : perRound(name, (m, i) => f(m) / f(runs[against][i]!)));
   const labels: Record<CaseName, string> = {

@@ -25,6 +25,7 @@ import { Oauth2Proxy, oauth2ProxyCallback } from '../../test/e2e/support/oauth2-
 import { OidcProvider } from '../../test/e2e/support/oidc-provider.js';
 import { freePorts } from '../../test/support/ports.js';
 import { runCommand, type Supervised } from '../../test/support/process.js';
+import { median } from '../support/figures.js';
 
 export interface Measured {
   rps: number;
@@ -141,11 +142,6 @@ const LABELS: Record<CaseName, string> = {
   baseline: 'baseline: raw node:http, 200',
   svcAuth: '(f) svc-auth session cookie, group grant',
   oauth2Proxy: `(g) oauth2-proxy ${OAUTH2_PROXY.version} /oauth2/auth`,
-};
-
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
 /** Interleaved rounds of the cases that ran, each side signed in afresh before its round. */

@@ -20,23 +20,24 @@
 //   --json FILE (default .cache/bench-configmap.json: every round's figures)
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { compileSnapshot, formatGeneratedToken, hashToken, shardSnapshot, tokenIdOf, type ProtectedScope, type Shard, type SnapshotIndex, type TokenRecord } from '../../core/index.js';
+import { compileSnapshot, formatGeneratedToken, shardSnapshot, type Shard, type SnapshotIndex } from '../../core/index.js';
 import { kubeConfigMapClient, type ConfigMapClient } from '../../k8s/configmaps.js';
-import { fromKubeConfig, loadKubeConfig } from '../../k8s/kube.js';
 import { DEFAULT_SHARD_MAX_BYTES, DEFAULT_SNAPSHOT_NAME, SNAPSHOT_INDEX_KEY, SHARD_KEY, shardConfigMapName, snapshotLabels } from '../../k8s/snapshot/objects.js';
 import { freePorts } from '../../test/support/ports.js';
 import { Supervised } from '../../test/support/process.js';
 import { sleep, waitUntil } from '../../test/support/wait.js';
+import { benchCluster } from '../support/cluster.js';
+import { median, metricValue } from '../support/figures.js';
+import { cpuMs, hasTaskset, pinned, pinSelf, svcAuthNodeFlags } from '../support/processes.js';
+import { benchScopes, PROTECTED_PATH, SCOPES, TOKENS_PER_SCOPE, withOneMoreToken } from '../support/scopes.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SCOPES = 10_000;
-const TOKENS_PER_SCOPE = 10;
 const CHANGED_SCOPE = 4321;
 const CONNECTIONS = 32;
 const SETTLE_MS = 2000;
@@ -63,25 +64,13 @@ interface Generation {
   readonly shards: readonly Shard[];
 }
 
-function scopeSpec(i: number): Record<string, string> {
-  if (i % 10 < 6) return { topicHierarchy: `origin.a.wis2.centre-${i}.data.core` };
-  if (i % 10 < 9) return { metadataId: `urn:wmo:md:centre-${i}:surface-weather-observations` };
-  return { path: `processes/proc${i}` };
-}
-
 function fixture(): { a: Generation; b: Generation; token: string; target: string } {
   const token = formatGeneratedToken(randomBytes(32));
-  const record = (hash: TokenRecord['hash']): TokenRecord => ({ id: tokenIdOf(hash), hash, createdAt: '2026-11-21T00:00:00Z' });
-  const random = () => record(`sha256:${randomBytes(32).toString('hex')}`);
-  const objects = Array.from({ length: SCOPES }, (_, i): ProtectedScope => {
-    const tokens = Array.from({ length: TOKENS_PER_SCOPE }, (_, j) => (i === 42 && j === 3 ? record(hashToken(token)) : random()));
-    return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `scope-${i}` }, spec: { ...scopeSpec(i), tokens } as unknown as ProtectedScope['spec'] };
-  });
+  const objects = benchScopes(token);
   const a = shardSnapshot(compileSnapshot(objects), DEFAULT_SHARD_MAX_BYTES);
-  const changed = objects[CHANGED_SCOPE]!;
-  objects[CHANGED_SCOPE] = { ...changed, spec: { ...changed.spec, tokens: [...(changed.spec.tokens ?? []), random()] } as ProtectedScope['spec'] };
+  objects[CHANGED_SCOPE] = withOneMoreToken(objects[CHANGED_SCOPE]!);
   const b = shardSnapshot(compileSnapshot(objects), DEFAULT_SHARD_MAX_BYTES);
-  return { a, b, token, target: '/data/2026-11-21/wis/origin/a/wis2/centre-42/data/core/weather/surface/x.bufr4' };
+  return { a, b, token, target: PROTECTED_PATH };
 }
 
 /** As svc-operator writes: the shards (immutable, content-addressed), then the snapshot index naming them. */
@@ -98,15 +87,6 @@ async function writeSnapshotIndex(client: ConfigMapClient, g: Generation): Promi
 // ---------------------------------------------------------------------------------------------------
 // svc-auth, of this checkout or of the base tree
 
-const hasTaskset = (() => {
-  try {
-    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
 /** The base commit's tree in a temporary directory, with this checkout's node_modules. */
 function baseTree(ref: string): { dir: string; commit: string } {
   const commit = execFileSync('git', ['rev-parse', '--short', `${ref}^{commit}`], { cwd: ROOT, encoding: 'utf8' }).trim();
@@ -115,12 +95,6 @@ function baseTree(ref: string): { dir: string; commit: string } {
   execFileSync('sh', ['-c', `git archive --format=tar ${commit} | tar -x -C "${dir}"`], { cwd: ROOT });
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   return { dir, commit };
-}
-
-/** The node options of svc-auth's bin (its `#!/usr/bin/env -S node ...` line), as deployed. */
-function shebangFlags(root: string): string[] {
-  const first = readFileSync(join(root, 'authz/main.ts'), 'utf8').split('\n', 1)[0]!;
-  return (/^#!\/usr\/bin\/env -S node (.*)$/.exec(first)?.[1] ?? '').split(' ').filter(Boolean);
 }
 
 interface Auth {
@@ -138,28 +112,11 @@ const GC_PRELOAD = (() => {
   return file;
 })();
 
-/** CPU time (user + system) a process has used so far, in milliseconds; NaN where /proc is missing. */
-function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return NaN;
-  }
-}
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
 async function startAuth(root: string, kubeconfig: string, namespace: string): Promise<Auth> {
   const [port, metricsPort] = (await freePorts(2)) as [number, number];
-  const args = [...shebangFlags(root), '--expose-gc', '--import', GC_PRELOAD, '--import', 'tsx', 'authz/main.ts', '--snapshot-configmap', DEFAULT_SNAPSHOT_NAME, '--namespace', namespace,
+  const args = [...svcAuthNodeFlags(root), '--expose-gc', '--import', GC_PRELOAD, '--import', 'tsx', 'authz/main.ts', '--snapshot-configmap', DEFAULT_SNAPSHOT_NAME, '--namespace', namespace,
     '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`, '--metrics-listen', `127.0.0.1:${metricsPort}`, '--log-level', 'warn'];
-  const [cmd, argv] = hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...args]] : [process.execPath, args];
+  const [cmd, argv] = pinned(0, process.execPath, args);
   const child = Supervised.spawn('svc-auth', cmd, argv, { cwd: root, output: 'stderr' });
   return { base: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}/metrics`, pid: child.pid, stop: async () => void (await child.stop('SIGKILL')) };
 }
@@ -172,9 +129,7 @@ async function servedGeneration(auth: Auth): Promise<string | undefined> {
 }
 
 async function metric(auth: Auth, name: string): Promise<number> {
-  const text = await (await fetch(auth.metrics)).text();
-  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : NaN;
+  return metricValue(await (await fetch(auth.metrics)).text(), name) ?? NaN;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -221,8 +176,6 @@ async function flip(auth: Auth, client: ConfigMapClient, g: Generation, stop: ()
   return stop() ? undefined : performance.now() - at;
 }
 
-const medianOf = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
 /** RSS and heap used after a full garbage collection. */
 async function memory(auth: Auth): Promise<[rss: number, heap: number]> {
   await sleep(SETTLE_MS);
@@ -256,7 +209,7 @@ async function round(root: string, kubeconfig: string, namespace: string, client
     await flipping;
     const [rssAfter, heapAfter] = await memory(auth);
     return {
-      rssLoaded, heapLoaded, firstLoadMs, reloadIdleMs: medianOf(idle), reloadCpuMs, p99Steady: steady.p99, p99Reloads: during.p99, reloadLoadedMs: medianOf(loaded),
+      rssLoaded, heapLoaded, firstLoadMs, reloadIdleMs: median(idle), reloadCpuMs, p99Steady: steady.p99, p99Reloads: during.p99, reloadLoadedMs: median(loaded),
       reloads: loaded.length, rssAfter, heapAfter, bad: steady.bad + during.bad,
     };
   } finally {
@@ -267,10 +220,6 @@ async function round(root: string, kubeconfig: string, namespace: string, client
 // ---------------------------------------------------------------------------------------------------
 
 function report(base: Figures[], mine: Figures[], commit: string): void {
-  const median = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-  };
   const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
   const ms = (x: number) => `${x.toFixed(x < 10 ? 2 : 0)} ms`;
   const rows: [string, keyof Figures, (x: number) => string][] = [
@@ -297,19 +246,10 @@ function report(base: Figures[], mine: Figures[], commit: string): void {
 }
 
 async function main(): Promise<void> {
-  if (hasTaskset) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  pinSelf();
   const { dir: baseDir, commit } = baseTree(flags.base!);
-  let kubeconfig = flags.kubeconfig;
-  let stopCluster: (() => Promise<void>) | undefined;
-  if (!kubeconfig) {
-    const { ensureAssets } = await import('../../test/controlplane/assets.js');
-    const { startControlPlane } = await import('../../test/controlplane/controlplane.js');
-    log('starting a control plane (etcd + kube-apiserver)');
-    const cp = await startControlPlane({ assets: await ensureAssets(), log });
-    kubeconfig = cp.kubeconfigPath;
-    stopCluster = () => cp.stop();
-  }
-  const kube = await fromKubeConfig(loadKubeConfig({ kubeconfig }), { requestTimeoutMs: 60_000 });
+  const cluster = await benchCluster(flags.kubeconfig, log);
+  const { kube, kubeconfig } = cluster;
   try {
     const ns = (await kube.core.createNamespace({ body: { metadata: { generateName: 'bench-configmap-' } } })).metadata!.name!;
     const client = kubeConfigMapClient(kube, ns, 'bench');
@@ -333,8 +273,7 @@ async function main(): Promise<void> {
     writeFileSync(out, `${JSON.stringify({ at: new Date().toISOString(), base: commit, rounds: { base, this: mine } }, null, 2)}\n`);
     log(`every round's figures written to ${out}`);
   } finally {
-    kube.close();
-    await stopCluster?.();
+    await cluster.stop();
   }
 }
 

@@ -36,6 +36,7 @@ import { ensureTraefik } from '../../test/controlplane/assets.js';
 import { freePorts, httpStatus as status, waitForPort } from '../../test/support/ports.js';
 import { Supervised } from '../../test/support/process.js';
 import { sleep, waitUntil } from '../../test/support/wait.js';
+import { hasTaskset, pinned, svcAuthNodeFlags } from '../support/processes.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DURATION = Number(process.env.BENCH_E2E_DURATION ?? 4);
@@ -79,9 +80,6 @@ async function stopAll(): Promise<void> {
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stopAll().then(() => process.exit(130)));
 
-const hasTaskset = spawnSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' }).status === 0;
-const pinned = (cpu: number, cmd: string, args: string[]): [string, string[]] => (hasTaskset ? ['taskset', ['-c', String(cpu), cmd, ...args]] : [cmd, args]);
-
 function start(cpu: number, cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Supervised {
   const [c, a] = pinned(cpu, cmd, args);
   // SIGTERM, not SIGKILL, if the bench exits first: a killed nginx master leaves its workers running (and serving) as orphans.
@@ -90,10 +88,6 @@ function start(cpu: number, cmd: string, args: string[], env: NodeJS.ProcessEnv 
   return child;
 }
 
-function deployedNodeFlags(): string[] {
-  const first = readFileSync(join(ROOT, 'authz/main.ts'), 'utf8').split('\n', 1)[0]!;
-  return (/^#!\/usr\/bin\/env -S node (.*)$/.exec(first)?.[1] ?? '').split(/\s+/).filter(Boolean);
-}
 
 
 /** Busy and total jiffies of cpu0 and cpu1 from /proc/stat. */
@@ -245,7 +239,7 @@ async function main(): Promise<void> {
   const [a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, metrics, tb, td, tn, ok200] = (await freePorts(17)) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
   const ports = { a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, tb, td, tn, ok200 };
   start(0, process.execPath, ['--input-type=module', '-e', NOOP_SERVER, String(noop)]);
-  start(0, process.execPath, [...deployedNodeFlags(), ...(process.env.BENCH_E2E_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_E2E_PROF] : []), 'dist/authz/main.js', '--scopes-dir', scopes, '--listen', `127.0.0.1:${auth}`,
+  start(0, process.execPath, [...svcAuthNodeFlags(ROOT), ...(process.env.BENCH_E2E_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_E2E_PROF] : []), 'dist/authz/main.js', '--scopes-dir', scopes, '--listen', `127.0.0.1:${auth}`,
     '--metrics-listen', `127.0.0.1:${metrics}`, '--cache-max-age', String(CACHE_MAX_AGE), '--log-level', 'warn'], { ...process.env, NODE_OPTIONS: '' });
   writeFileSync(join(prefix, 'nginx.conf'), nginxConf(prefix, root, ports, token));
   const check = spawnSync(nginx, ['-p', `${prefix}/`, '-c', join(prefix, 'nginx.conf'), '-t'], { encoding: 'utf8' });

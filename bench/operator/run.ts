@@ -22,12 +22,13 @@ import { setHeaderOptions } from '@kubernetes/client-node';
 import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, hashToken, parseSnapshotIndex, tokenIdOf, type AccessIndex, type ProtectedScope, type TokenRecord } from '../../core/index.js';
 import { configMapListWatch, kubeConfigMapClient } from '../../k8s/configmaps.js';
 import { ResilientInformer } from '../../k8s/informer.js';
-import { fromKubeConfig, loadKubeConfig, type Kube } from '../../k8s/kube.js';
+import type { Kube } from '../../k8s/kube.js';
 import { kubeScopeStatusClient } from '../../k8s/watched-scopes.js';
 import { SnapshotReader } from '../../k8s/snapshot/reader.js';
 import { AuthProcess, OperatorProcess, topicFile } from '../../test/integration/operator-support.js';
 import { freePorts } from '../../test/support/ports.js';
 import { sleep, waitUntil } from '../../test/support/wait.js';
+import { benchCluster } from '../support/cluster.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GROUP = 'auth.svc.io';
@@ -280,17 +281,8 @@ async function runSize(kube: Kube, kubeconfig: string, n: number, watchFloorMs: 
 }
 
 async function main(): Promise<void> {
-  let kubeconfig = flags.kubeconfig;
-  let stopCluster: (() => Promise<void>) | undefined;
-  if (!kubeconfig) {
-    const { ensureAssets } = await import('../../test/controlplane/assets.js');
-    const { startControlPlane } = await import('../../test/controlplane/controlplane.js');
-    log('starting a control plane (etcd + kube-apiserver)');
-    const cp = await startControlPlane({ assets: await ensureAssets(), log: (m) => log(m) });
-    kubeconfig = cp.kubeconfigPath;
-    stopCluster = () => cp.stop();
-  }
-  const kube = await fromKubeConfig(loadKubeConfig({ kubeconfig }), { requestTimeoutMs: 60_000 });
+  const cluster = await benchCluster(flags.kubeconfig, log);
+  const { kube, kubeconfig } = cluster;
   const results: SizeResult[] = [];
   try {
     const probeNs = await createNamespace(kube, 'bench-op-probe');
@@ -298,8 +290,7 @@ async function main(): Promise<void> {
     log(`baseline: ConfigMap write seen by a watch in ${fmt(watchFloorMs)} (median)`);
     for (const n of SIZES) results.push(await runSize(kube, kubeconfig, n, watchFloorMs));
   } finally {
-    kube.close();
-    await stopCluster?.();
+    await cluster.stop();
   }
 
   const rows = results.map((r) => {

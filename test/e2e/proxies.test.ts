@@ -150,6 +150,26 @@ const FAIL_CLOSED: readonly FailClosed[] = [
   { kind: 'method', name: 'stations POST with every method header of every family saying GET', ...stationsPost([['X-Original-Method', 'GET'], ['X-Forwarded-Method', 'GET'], ['X-Api-Http-Method', 'GET'], ['Method', 'GET'], ['X-HTTP-Method-Override', 'GET']]), write: true },
 ];
 
+/** Every target header of every family, naming `target`: what a decision endpoint would decide on, were it reachable. */
+const naming = (target: string): [string, string][] => [
+  ['X-Original-URL', `http://${HOST}${target}`], ['X-Original-URI', target], ['X-Original-Method', 'GET'],
+  ['X-Forwarded-Uri', target], ['X-Forwarded-Method', 'GET'], ['Path', target], ['Method', 'GET'],
+];
+
+/**
+ * svc-auth's decision endpoints, asked from outside as a client would through the browser sign-in route of each
+ * example: with a token and every header naming a closed file, so one that were reachable would answer 200 (an
+ * oracle for any token). Each must be the proxy's own 404.
+ */
+const DECISION_ENDPOINTS: readonly [string, Req][] = [
+  ['/authz/auth-request', { target: '/authz/auth-request', headers: naming(WAF.topicFile) }],
+  ['/authorize', { target: '/authorize', headers: naming(WAF.topicFile) }],
+  ['/authz/forward-auth', { target: '/authz/forward-auth', headers: naming(WAF.topicFile) }],
+  ['/authz/ext-authz (Gateway Fabric\'s dialect)', { target: '/authz/ext-authz', headers: naming(WAF.topicFile) }],
+  ['/authz/ext-authz/<path> (Envoy\'s)', { target: `/authz/ext-authz${WAF.topicFile}` }],
+  ['/authz/auth-request reached by dot segments from a sign-in path', { target: '/authz/v1/protected/../../authz/auth-request', headers: naming(WAF.topicFile) }],
+];
+
 suite('the real data path: pygeoapi and the WAF behind svc-auth, through every proxy and controller of deploy/', () => {
   beforeAll(async () => {
     h = await ProxyHarness.start(plan, tokens);
@@ -174,17 +194,21 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through every p
       expect(text).toMatch(/failure_mode_allow: false/);
       expect(text).toContain(`path_prefix: ${policy.spec.extAuth.http.path}`);
       for (const name of policy.spec.extAuth.http.headersToBackend) expect(text).toContain(`exact: ${name}`);
-      // The same client headers go to svc-auth: the credentials and the method overrides.
+      // The same client headers go to svc-auth: the credentials, the method overrides and a browser session's.
       for (const name of policy.spec.extAuth.headersToExtAuth) expect(text).toContain(`exact: ${name}`);
-      expect(policy.spec.extAuth.headersToExtAuth).toEqual(['authorization', 'x-http-method-override', 'x-http-method', 'x-method-override']);
+      expect(policy.spec.extAuth.headersToExtAuth).toEqual(['authorization', 'x-http-method-override', 'x-http-method', 'x-method-override',
+        'cookie', 'accept', 'sec-fetch-mode', 'sec-fetch-site', 'sec-fetch-dest', 'origin']);
     });
 
-    it('Gateway API ExternalAuth: every rule asks the same path and lets the same headers through as envoy.yaml', () => {
-      type Rule = { filters?: { type: string; externalAuth: { protocol: string; http: { path: string; allowedResponseHeaders: string[] } } }[] };
+    it('Gateway API ExternalAuth: every rule but the sign-in route\'s asks the same path and lets the same headers through as envoy.yaml', () => {
+      type Rule = { filters?: { type: string; externalAuth: { protocol: string; http: { path: string; allowedResponseHeaders: string[] } } }[]; backendRefs: { name: string }[] };
       const route = yamlLoad(readFileSync(`${REPO_ROOT}/deploy/gateway-api/httproute-externalauth.yaml`, 'utf8')) as { spec: { rules: Rule[] } };
       const text = readFileSync(ENVOY_EXAMPLE, 'utf8');
-      expect(route.spec.rules.length).toBeGreaterThan(0);
-      for (const rule of route.spec.rules) {
+      // The browser sign-in rule goes to svc-auth itself, without the filter (test/docs/deploy-sign-in.test.ts checks its paths).
+      const data = route.spec.rules.filter((r) => r.backendRefs[0]?.name !== 'svc-auth');
+      expect(data.length).toBe(route.spec.rules.length - 1);
+      expect(data.length).toBeGreaterThan(0);
+      for (const rule of data) {
         const auth = rule.filters?.find((f) => f.type === 'ExternalAuth')?.externalAuth;
         expect(auth?.protocol).toBe('HTTP');
         expect(text).toContain(`path_prefix: ${auth!.http.path}`);
@@ -310,6 +334,35 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through every p
         if (f.content) expect(res.body.includes(f.content())).toBe(false);
         if (f.write) expect(h.pygeoapi!.stationsData() === before).toBe(true);
       });
+    });
+
+    describe('the browser sign-in route: svc-auth\'s own pages and public list, never its decision endpoints', () => {
+      it('serves the public list of closed scopes, exactly as svc-auth answers it', async () => {
+        const [direct, via] = await Promise.all([rawRequest(h.ports.auth, { target: '/authz/v1/protected', host: HOST }), send(proxy, { target: '/authz/v1/protected' })]);
+        expect(direct.status).toBe(200);
+        expect(via.status).toBe(200);
+        expect(via.body).toBe(direct.body);
+      });
+
+      it.each(DECISION_ENDPOINTS)('%s with a token and every target header → the proxy\'s 404', async (_n, req) => {
+        const res = await send(proxy, req, { name: 'topic', via: 'bearer' });
+        expect(res.status).toBe(404);
+      });
+    });
+  });
+
+  describe('the browser sign-in route with dot segments (the proxies that normalize the path)', () => {
+    // nginx asks svc-auth the matched path itself; Traefik and Envoy forward the path they normalized. A raw URI that
+    // names a decision endpoint but normalizes to a sign-in path therefore reaches svc-auth as that path. (NGINX
+    // Gateway Fabric's rendering, like ingress-nginx, passes the raw URI on: deploy/README.md says what svc-auth then sees.)
+    const NORMALIZING: readonly ProxyName[] = ['nginx', 'traefik', 'envoy', 'envoy-gateway', 'traefik-ingress-nginx', 'traefik-crd'];
+    it.each(NORMALIZING)('%s: /authz/ext-authz/<closed file>/../../.. to the public list is the public list, not a decision', async (proxy) => {
+      const direct = await rawRequest(h.ports.auth, { target: '/authz/v1/protected', host: HOST });
+      // One more than the file's segments: back over ext-authz too, to /authz/v1/protected.
+      const up = '/..'.repeat(WAF.topicFile.split('/').length);
+      const res = await send(proxy, { target: `/authz/ext-authz${WAF.topicFile}${up}/v1/protected` }, { name: 'topic', via: 'bearer' });
+      expect(res.status).toBe(200);
+      expect(res.body).toBe(direct.body);
     });
   });
 

@@ -36,6 +36,12 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
       nodeSelector: { 'kubernetes.io/os': 'linux' },
       tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'svc', effect: 'NoSchedule' }],
       extraArgs: ['--log-level=debug'],
+      oidc: { issuers: ['https://login.example.org/realms/wis2'], audiences: ['svc-data'] },
+      signIn: {
+        enabled: true, externalURLs: ['https://data.example.org'], clientId: 'svc-browser', clientSecret: { existingSecret: 'idp-client', key: 'client-secret' },
+        sessionMaxAge: '12h', sessionKeys: { existingSecret: 'svc-session-keys', key: 'session-keys' },
+        route: { controller: 'traefik', ingressClassName: '', parentRefs: [], tlsSecretName: 'data-tls', annotations: { 'traefik.ingress.kubernetes.io/router.entrypoints': 'websecure' } },
+      },
     },
     operator: {
       replicas: 2, leaderElect: true, metricsPort: 9292, priorityClassName: 'svc-critical',
@@ -197,10 +203,10 @@ describeCluster('Helm chart charts/svc', () => {
     it('renders the optional objects when asked, and leaves them out when not', () => {
       const on = all('everything on').map((m) => `${m.kind}/${m.metadata.name}`);
       expect(on).toEqual(expect.arrayContaining(['HorizontalPodAutoscaler/svc-auth', 'ServiceMonitor/svc-auth', 'ServiceMonitor/svc-operator',
-        'PrometheusRule/svc-access-control', 'ConfigMap/svc-access-control-dashboard', 'RoleBinding/svc-data-owner']));
+        'PrometheusRule/svc-access-control', 'ConfigMap/svc-access-control-dashboard', 'RoleBinding/svc-data-owner', 'Ingress/svc-auth-sign-in']));
       const minimal = all('minimal').map((m) => m.kind);
       for (const kind of ['CustomResourceDefinition', 'NetworkPolicy', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap',
-        'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']) expect(minimal).not.toContain(kind);
+        'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Ingress', 'HTTPRoute', 'Secret']) expect(minimal).not.toContain(kind);
       expect(ofKind(all('minimal'), 'Role', 'svc-data-owner')).toHaveLength(0);
       expect(ofKind(all('minimal'), 'Deployment', 'svc-management')).toHaveLength(0);
       expect(ofKind(all('minimal'), 'ServiceAccount', 'svc-management')).toHaveLength(0);
@@ -220,6 +226,7 @@ describeCluster('Helm chart charts/svc', () => {
       expect(args('svc-auth')).toContain('--snapshot-configmap svc-snap --namespace $(POD_NAMESPACE)');
       expect(args('svc-auth')).toContain('--listen 0.0.0.0:8081 --metrics-listen 0.0.0.0:9191 --waf-prefix /waf/data --api-prefix /api --token-query-param access_token');
       expect(args('svc-auth')).toMatch(/--log-level=debug$/);
+      expect(args('svc-auth')).toContain('--external-url https://data.example.org --sign-in-client-id svc-browser --sign-in-client-secret-file /etc/svc-auth/sign-in/client-secret --session-key-file /etc/svc-auth/session/session-keys --session-max-age 12h');
       expect(args('svc-operator')).toContain('--namespace $(POD_NAMESPACE) --snapshot-name svc-snap');
       expect(args('svc-operator')).toContain('--leader-elect --lease-name svc-snap-operator');
       expect(args('svc-operator')).toMatch(/--debounce=200ms$/);

@@ -23,6 +23,12 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   'without svc-management': { management: { enabled: false } },
   'moving off ingress-nginx': { networkPolicy: { proxyNamespaces: ['ingress-nginx', 'traefik'] } },
   'no NetworkPolicy': { networkPolicy: { enabled: false } },
+  'browser sign-in': {
+    auth: {
+      oidc: { issuers: ['https://login.example.org/realms/wis2'], audiences: ['svc-data'] },
+      signIn: { enabled: true, externalURLs: ['https://data.example.org'], clientId: 'svc-browser', sessionKeys: { existingSecret: 'svc-session-keys', key: 'session-keys' } },
+    },
+  },
 };
 
 const work = mkdtempSync(join(tmpdir(), 'svc-notes-'));
@@ -88,6 +94,8 @@ describe('the chart NOTES.txt, rendered', () => {
     expect(notes.get('defaults')).toContain('namespaces labelled {"kubernetes.io/metadata.name":"ingress-nginx"}');
     expect(notes.get('moving off ingress-nginx')).toContain('only the namespaces ingress-nginx, traefik');
     expect(notes.get('no NetworkPolicy')).toContain('WARNING: networkPolicy.enabled=false');
+    expect(notes.get('browser sign-in')).toContain('https://data.example.org/authz/callback');
+    expect(notes.get('defaults')).not.toContain('Browser sign-in');
   });
 });
 

@@ -111,3 +111,52 @@ tolerations:
 - name: tmp
   mountPath: /tmp
 {{- end -}}
+
+{{/* The Secret of the session keys the chart generates when auth.signIn.sessionKeys.existingSecret is empty. */}}
+{{- define "svc.sessionKeysName" -}}svc-auth-session-keys{{- end -}}
+
+{{/* The Secret svc-auth reads its session keys from: the existing one, or the generated one. */}}
+{{- define "svc.sessionKeysSecret" -}}
+{{- .Values.auth.signIn.sessionKeys.existingSecret | default (include "svc.sessionKeysName" .) -}}
+{{- end -}}
+
+{{/* svc-auth's browser-facing paths on the data host: the only ones the sign-in route carries. */}}
+{{- define "svc.signInPaths" -}}
+- /authz/sign-in
+- /authz/callback
+- /authz/sign-out
+- /authz/v1/session
+- /authz/v1/protected
+{{- end -}}
+
+{{/* The hosts of auth.signIn.externalURLs, without port, each once, as a YAML list. */}}
+{{- define "svc.signInHosts" -}}
+{{- $hosts := list -}}
+{{- range .Values.auth.signIn.externalURLs -}}
+{{- $hosts = append $hosts (regexReplaceAll ":[0-9]+$" (urlParse .).host "") -}}
+{{- end -}}
+{{- toYaml (uniq $hosts) -}}
+{{- end -}}
+
+{{/*
+What the schema cannot say about auth.signIn, checked where it is rendered: the sign-in needs one issuer of auth.oidc,
+the one auth.signIn.issuer names when there are several.
+*/}}
+{{- define "svc.signInChecks" -}}
+{{- with .Values.auth.signIn }}
+{{- if .enabled }}
+{{- $issuers := list }}
+{{- range $.Values.auth.oidc.issuers }}{{ $issuers = append $issuers . }}{{ end }}
+{{- range ($.Values.auth.oidc.authenticationConfig.jwt | default list) }}{{ $issuers = append $issuers .issuer.url }}{{ end }}
+{{- if not $issuers }}
+{{- fail "auth.signIn.enabled=true needs the OpenID provider it signs browsers in with: set auth.oidc.issuers (and auth.oidc.audiences), or auth.oidc.authenticationConfig" }}
+{{- end }}
+{{- if and .issuer (not (has .issuer $issuers)) }}
+{{- fail (printf "auth.signIn.issuer %s is not one of the issuers svc-auth trusts (auth.oidc): %s" .issuer (join ", " $issuers)) }}
+{{- end }}
+{{- if and (gt (len $issuers) 1) (not .issuer) }}
+{{- fail (printf "auth.oidc trusts %d issuers: set auth.signIn.issuer to the one that signs browsers in (%s)" (len $issuers) (join ", " $issuers)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}

@@ -62,8 +62,6 @@ export function gatewayFabricServer(p: FabricPorts, route: Route = readRoute()):
     return found;
   };
   const locations = route.spec.rules.map((rule, i) => {
-    const match = rule.matches[0]!.path;
-    if (match.type !== 'PathPrefix') throw new Error(`the suite renders PathPrefix matches only, not ${match.type}`);
     const auth = rule.filters?.find((f) => f.type === 'ExternalAuth')?.externalAuth;
     const backend = rule.backendRefs[0]!;
     const main = (path: string): string => `
@@ -76,8 +74,13 @@ ${(auth.http?.allowedResponseHeaders ?? []).map((h) => `            auth_request
             proxy_set_header X-Forwarded-For "$proxy_add_x_forwarded_for";
             proxy_pass http://127.0.0.1:${port(backend.name)};
         }`;
-    // Fabric renders a PathPrefix match as an exact location and a prefix location with a trailing slash.
-    const blocks = [`${main(`= ${match.value}`)}`, main(`${match.value}/`)];
+    // Fabric renders a PathPrefix match as an exact location and a prefix location with a trailing slash, an
+    // Exact match as an exact location.
+    const blocks = rule.matches.flatMap(({ path: match }) => {
+      if (match.type === 'Exact') return [main(`= ${match.value}`)];
+      if (match.type !== 'PathPrefix') throw new Error(`the suite renders PathPrefix and Exact matches only, not ${match.type}`);
+      return [main(`= ${match.value}`), main(`${match.value}/`)];
+    });
     if (auth) {
       if (auth.protocol !== 'HTTP') throw new Error(`the suite renders the HTTP protocol only, not ${auth.protocol}`);
       const headers: [string, string][] = [

@@ -1,8 +1,8 @@
 // Traefik's Kubernetes providers run as host processes against a real kube-apiserver (test/controlplane), reading
 // the deploy/ manifests the way a user applies them:
-//   - kubernetesIngressNGINX: deploy/ingress-nginx/ingress.yaml (+ auth-request-headers.yaml), the provider that
+//   - kubernetesIngressNGINX: deploy/ingress-nginx/ingress.yaml (+ auth-request-headers.yaml, sign-in-route.yaml), the provider that
 //     lets an ingress-nginx user move to Traefik without rewriting Ingresses;
-//   - kubernetesCRD: deploy/traefik/middleware.yaml (the ForwardAuth Middleware and the IngressRoute).
+//   - kubernetesCRD: deploy/traefik/middleware.yaml (the ForwardAuth Middleware and the IngressRoutes).
 // Backends are Services of type ExternalName pointing at 127.0.0.1: nothing runs pods here, and EndpointSlices
 // cannot hold loopback addresses. Traefik's CRDs and RBAC come from its Go module (the version the binary is built
 // from), never from a copy in this repository, so they cannot drift from the binary.
@@ -22,6 +22,7 @@ import { REPO_ROOT } from './svc-auth.js';
 export const INGRESS_NGINX_EXAMPLE = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'ingress.yaml');
 export const INGRESS_NGINX_HEADERS = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'auth-request-headers.yaml');
 export const TRAEFIK_CRD_EXAMPLE = join(REPO_ROOT, 'deploy', 'traefik', 'middleware.yaml');
+export const INGRESS_NGINX_SIGN_IN = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'sign-in-route.yaml');
 
 /** The Host the examples route on; the suites keep it (replacing it with itself proves nothing). */
 export const KUBE_HOST = 'data.example.org';
@@ -112,6 +113,15 @@ export function ingressNginxHeadersManifest(namespace: string): string {
   return replaceExact(readFileSync(INGRESS_NGINX_HEADERS, 'utf8'), '  namespace: svc\n', `  namespace: ${namespace}\n`, 'deploy/ingress-nginx/auth-request-headers.yaml');
 }
 
+/** deploy/ingress-nginx/sign-in-route.yaml (the browser route to svc-auth) with namespace, host and svc-auth's port replaced. */
+export function ingressNginxSignInManifest(b: KubeBackends, namespace: string, host = KUBE_HOST): string {
+  const f = 'deploy/ingress-nginx/sign-in-route.yaml';
+  let text = readFileSync(INGRESS_NGINX_SIGN_IN, 'utf8');
+  text = replaceExact(text, '  namespace: svc\n', `  namespace: ${namespace}\n`, f);
+  text = replaceExact(text, `- host: ${KUBE_HOST}\n`, `- host: ${host}\n`, f);
+  return replaceExact(text, 'name: svc-auth\n                port:\n                  number: 8080\n', `name: svc-auth\n                port:\n                  number: ${b.auth}\n`, f);
+}
+
 /** deploy/traefik/middleware.yaml with namespace, host, svc-auth's address, the entry point and the backends' ports replaced. */
 export function crdManifest(b: KubeBackends, namespace: string, entryPoint: string, host = KUBE_HOST): string {
   const f = 'deploy/traefik/middleware.yaml';
@@ -122,6 +132,8 @@ export function crdManifest(b: KubeBackends, namespace: string, entryPoint: stri
   text = replaceExact(text, `Host(\`${KUBE_HOST}\`)`, `Host(\`${host}\`)`, f);
   text = replaceExact(text, '        - name: waf\n          port: 80\n', `        - name: waf\n          port: ${b.waf}\n`, f);
   text = replaceExact(text, '        - name: oapi\n          port: 80\n', `        - name: oapi\n          port: ${b.oapi}\n`, f);
+  // The browser sign-in IngressRoute's backend: svc-auth itself.
+  text = replaceExact(text, '        - name: svc-auth\n          port: 8080\n', `        - name: svc-auth\n          port: ${b.auth}\n`, f);
   return text;
 }
 
@@ -209,7 +221,8 @@ async function routed(p: Supervised, port: number, namespace: string, applied: s
 /**
  * Traefik's kubernetesIngressNGINX provider in front of svc-auth, from deploy/ingress-nginx/ingress.yaml. Applies
  * an IngressClass `nginx` (controller k8s.io/ingress-nginx, the one the provider selects), the namespace, the
- * ExternalName Services `waf` and `oapi`, auth-request-headers.yaml and the Ingress; resolves once Traefik routes.
+ * ExternalName Services `waf`, `oapi` and `svc-auth`, auth-request-headers.yaml, the Ingress and the sign-in route's
+ * Ingress; resolves once Traefik routes.
  */
 export async function startTraefikIngressNginx(dir: string, cp: ControlPlane, b: KubeBackends, opts: TraefikKubeOptions = {}): Promise<TraefikKube> {
   const namespace = opts.namespace ?? 'svc-traefik-ingress-nginx';
@@ -217,7 +230,8 @@ export async function startTraefikIngressNginx(dir: string, cp: ControlPlane, b:
   const token = providerToken(cp, 'kubernetes-ingress-nginx-rbac.yml');
   const ingressClass = dump({ apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'nginx' }, spec: { controller: 'k8s.io/ingress-nginx' } });
   apply(cp, namespaceManifest(namespace));
-  const applied = [ingressClass, externalNameServices(namespace, { waf: b.waf, oapi: b.oapi }), ingressNginxHeadersManifest(namespace), ingressNginxManifest(b, namespace, host, opts.keepAuthRequestPath)].join('---\n');
+  const applied = [ingressClass, externalNameServices(namespace, { waf: b.waf, oapi: b.oapi, 'svc-auth': b.auth }), ingressNginxHeadersManifest(namespace),
+    ingressNginxManifest(b, namespace, host, opts.keepAuthRequestPath), ingressNginxSignInManifest(b, namespace, host)].join('---\n');
   apply(cp, applied);
   const p = await startTraefikProcess(dir, `traefik-ingress-nginx${opts.keepAuthRequestPath ? '-unchanged' : ''}`, b.listen, {
     kubernetesIngressNGINX: {
@@ -232,7 +246,7 @@ export async function startTraefikIngressNginx(dir: string, cp: ControlPlane, b:
 
 /**
  * Traefik's kubernetesCRD provider in front of svc-auth, from deploy/traefik/middleware.yaml. Installs Traefik's
- * CRDs from its module, then the namespace, the ExternalName Services and the Middleware + IngressRoute.
+ * CRDs from its module, then the namespace, the ExternalName Services and the Middleware + IngressRoutes.
  * `allowExternalNameServices: true` is required: without it the CRD provider refuses every ExternalName Service
  * ("externalName services not allowed", pkg/provider/kubernetes/crd/kubernetes_http.go loadServers), unlike the
  * ingress-nginx provider, which allows them unless `disableSvcExternalName` is set.
@@ -244,7 +258,7 @@ export async function startTraefikCrd(dir: string, cp: ControlPlane, b: KubeBack
   run(cp, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/middlewares.traefik.io', 'crd/ingressroutes.traefik.io']);
   const token = providerToken(cp, 'kubernetes-crd-rbac.yml');
   apply(cp, namespaceManifest(namespace));
-  const applied = [externalNameServices(namespace, { waf: b.waf, oapi: b.oapi }), crdManifest(b, namespace, 'web', host)].join('---\n');
+  const applied = [externalNameServices(namespace, { waf: b.waf, oapi: b.oapi, 'svc-auth': b.auth }), crdManifest(b, namespace, 'web', host)].join('---\n');
   apply(cp, applied);
   const p = await startTraefikProcess(dir, 'traefik-crd', b.listen, {
     kubernetesCRD: {

@@ -9,13 +9,15 @@ import { REPO_ROOT } from './svc-auth.js';
 export const TRAEFIK_STATIC = join(REPO_ROOT, 'deploy', 'traefik', 'traefik.yaml');
 export const TRAEFIK_DYNAMIC = join(REPO_ROOT, 'deploy', 'traefik', 'dynamic.yaml');
 
-/** deploy/traefik/dynamic.yaml with the three addresses moved to 127.0.0.1. */
+/** deploy/traefik/dynamic.yaml with svc-auth's and the backends' addresses moved to 127.0.0.1. */
 export function traefikDynamic(b: Backends): string {
   const f = 'deploy/traefik/dynamic.yaml';
   let text = readFileSync(TRAEFIK_DYNAMIC, 'utf8');
   text = replaceExact(text, 'http://svc-auth.svc.svc.cluster.local:8080/', `http://127.0.0.1:${b.auth}/`, f);
   text = replaceExact(text, 'url: http://waf.svc.svc.cluster.local:80', `url: http://127.0.0.1:${b.waf}`, f);
   text = replaceExact(text, 'url: http://oapi.svc.svc.cluster.local:80', `url: http://127.0.0.1:${b.oapi}`, f);
+  // The browser sign-in route's backend: svc-auth itself.
+  text = replaceExact(text, 'url: http://svc-auth.svc.svc.cluster.local:8080', `url: http://127.0.0.1:${b.auth}`, f);
   return text;
 }
 
