@@ -35,6 +35,8 @@ export interface ProviderOptions {
   readonly idTokenTtl?: number | ((clientId: string) => number);
   /** Listen on this port (a restart keeps the issuer). */
   readonly port?: number;
+  /** Redirect URIs every client may use besides this module's own (a relying party's callback: oauth2-proxy's, svc-auth's). */
+  readonly redirectUris?: readonly string[];
 }
 
 const REDIRECT = 'http://127.0.0.1/callback';
@@ -59,7 +61,7 @@ export class OidcProvider {
     const ttl = this.o.idTokenTtl ?? 300;
     const provider = new Provider(this.issuer, {
       clients: [
-        ...Object.entries(this.o.clients).map(([client_id, client_secret]) => ({ client_id, client_secret, redirect_uris: [REDIRECT], grant_types: ['authorization_code'], response_types: ['code'] })),
+        ...Object.entries(this.o.clients).map(([client_id, client_secret]) => ({ client_id, client_secret, redirect_uris: [REDIRECT, ...(this.o.redirectUris ?? [])], grant_types: ['authorization_code'], response_types: ['code'] })),
         ...Object.entries(this.o.signInClients ?? {}).map(([client_id, c]) => ({
           client_id, ...(c.secret !== undefined ? { client_secret: c.secret } : { token_endpoint_auth_method: 'none' as const }),
           redirect_uris: [...c.redirectUris], post_logout_redirect_uris: [...(c.postLogoutRedirectUris ?? [])], grant_types: ['authorization_code'], response_types: ['code'],
