@@ -6,6 +6,7 @@ import { VERSION } from '../lib/version.js';
 import { LOG_LEVELS, type LogLevel } from './telemetry/log.js';
 import { issuersFromFlags, parseAuthenticationConfiguration, type IssuerConfig } from './identity/oidc-config.js';
 import type { OidcOptions } from './identity/oidc.js';
+import { DEFAULT_SESSION_MAX_AGE, signInConfig, type SignInConfig } from './sign-in/config.js';
 import { accessConfig, parseHostPort, UsageError, type HostPort } from './options.js';
 
 export type SourceConfig =
@@ -25,6 +26,8 @@ export interface AuthConfig {
   readonly refusalSample: number;
   /** OpenID providers whose JWTs are verified as identities (no issuers: single sign-on is off). */
   readonly oidc: OidcOptions;
+  /** Browser sign-in (an OpenID relying party and session cookies); undefined when off. */
+  readonly signIn?: SignInConfig;
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -78,6 +81,13 @@ function authCommand(io: Output): Command {
     .option('--oidc-required-claim <claim=value>', 'a claim every JWT must carry with this value; repeatable', collect, [])
     .option('--authentication-config <file>', "kube-apiserver's AuthenticationConfiguration (its jwt issuers), instead of the --oidc-* flags")
     .option('--oidc-ca-file <file>', "a PEM CA bundle for the providers' TLS (besides the system's)")
+    .option('--external-url <url>', 'browser sign-in: an origin browsers open the data service at (https://data.example.org); the callback is <url>/authz/callback; repeatable, the first is the default', collect, [])
+    .option('--sign-in-client-id <id>', 'browser sign-in: the client id registered at the provider (turns sign-in on)')
+    .option('--sign-in-client-secret-file <file>', 'browser sign-in: a file holding the client secret (absent: a public client with PKCE)')
+    .option('--sign-in-issuer <url>', 'browser sign-in: the configured issuer browsers sign in with (needed when several are configured)')
+    .option('--sign-in-scope <scope>', 'browser sign-in: a scope to ask for besides openid; repeatable (default: email profile)', collect, [])
+    .option('--session-key-file <file>', 'browser sign-in: session keys, one per line (base64url of 32 random bytes); the first seals, every one opens')
+    .option('--session-max-age <duration>', 'browser sign-in: how long a session lasts', DEFAULT_SESSION_MAX_AGE)
     .option('--refusal-log-sample <lines>', 'refusals logged one line each per minute at info; every refusal is counted in "requests refused" lines', '20')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .version(VERSION, '-V, --version')
@@ -114,6 +124,13 @@ interface GivenFlags {
   oidcRequiredClaim: string[];
   oidcCaFile?: string;
   authenticationConfig?: string;
+  externalUrl: string[];
+  signInClientId?: string;
+  signInClientSecretFile?: string;
+  signInIssuer?: string;
+  signInScope: string[];
+  sessionKeyFile?: string;
+  sessionMaxAge: string;
 }
 
 /**
@@ -150,7 +167,8 @@ function configOf(o: GivenFlags, given: (name: string) => boolean): AuthConfig {
     throw new UsageError(`--refusal-log-sample ${JSON.stringify(o.refusalLogSample)}: give a whole number of lines per minute, e.g. 20 (0: only the per-minute sums)`);
   }
   const oidc = oidcOptions(o, given);
-  return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample), oidc };
+  const signIn = signInConfig(o, oidc.issuers, given);
+  return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample), oidc, ...(signIn ? { signIn } : {}) };
 }
 
 /** Exactly one snapshot source, and the flags that go with it. */

@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const source = sourceFor(parsed.source, parsed.access);
   let server: RunningServer;
   try {
-    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, cacheMaxAge: parsed.cacheMaxAge, refusalSample: parsed.refusalSample, oidc: parsed.oidc, source, logger });
+    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, cacheMaxAge: parsed.cacheMaxAge, refusalSample: parsed.refusalSample, oidc: parsed.oidc, ...(parsed.signIn ? { signIn: parsed.signIn } : {}), source, logger });
   } catch (e) {
     logger.fatal({ err: e }, 'cannot start');
     await close();
@@ -93,6 +93,8 @@ function announce(logger: Logger, parsed: AuthConfig, server: RunningServer, sou
       openPathsByDefault: parsed.access.openPathsByDefault === true,
       // Each issuer with the prefixes its names get: what spec.subjects must spell.
       ...(parsed.oidc.issuers.length > 0 ? { oidcIssuers: parsed.oidc.issuers.map((i) => ({ issuer: i.url, audiences: i.audiences, username: i.username, groups: i.groups ?? null })) } : {}),
+      // Never the client secret or a session key: which client, where, how long.
+      ...(parsed.signIn ? { signIn: { issuer: parsed.signIn.issuer.url, clientId: parsed.signIn.clientId, publicClient: parsed.signIn.clientSecret === undefined, externalUrls: parsed.signIn.externalUrls, sessionKeys: parsed.signIn.sessionKeys.keys.length, sessionMaxAgeSeconds: parsed.signIn.sessionMaxAgeMs / 1000, secureCookies: parsed.signIn.secure } } : {}),
     },
     'svc-auth listening',
   );

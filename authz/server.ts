@@ -16,6 +16,12 @@ import { AuthMetrics } from './telemetry/metrics.js';
 import type { HostPort } from './options.js';
 import { ServingState } from './pipeline/serving-state.js';
 import type { LoadedSnapshot, SnapshotSink, SnapshotSource, SourceFailure } from './sources/source.js';
+import { readFileSync } from 'node:fs';
+import type { SignInConfig } from './sign-in/config.js';
+import { RelyingParty } from './sign-in/relying-party.js';
+import { signInRouter } from './sign-in/routes.js';
+import { SessionCache } from './identity/session-cache.js';
+import { errorPage } from './sign-in/pages.js';
 
 export interface ServerOptions {
   readonly listen: HostPort;
@@ -36,6 +42,10 @@ export interface ServerOptions {
   readonly oidc?: OidcOptions;
   /** Bounds of imported (wis2box-auth) token verification; DEFAULT_IMPORTED_TOKENS when absent. */
   readonly importedTokens?: ImportedTokensOptions;
+  /** Browser sign-in (needs `oidc` with its issuer); off when absent. */
+  readonly signIn?: SignInConfig;
+  /** After a failed discovery of the sign-in provider, how long sign-ins answer "unavailable"; default 5 s. */
+  readonly signInRetryAfterMs?: number;
 }
 
 export interface RunningServer {
@@ -78,7 +88,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const state = new ServingState();
   const cacheMaxAge = options.cacheMaxAge ?? 30;
   const deciding = createDeciding(options, cacheMaxAge, state, metrics);
-  const { server, front } = createAuthServer(deciding.auth, createApp(state, options.access), state, cacheMaxAge);
+  const { server, front } = createAuthServer(deciding.auth, createApp(state, options.access, deciding.signIn, logger), state, cacheMaxAge);
   const metricsServer = createMetricsServer(metrics, logger);
   const [address, metricsAddress] = await listenBoth(server, options.listen, metricsServer, options.metricsListen).catch((e: unknown) => {
     stopDeciding(deciding); // a port taken: nothing else was started, and the verifier's key load must not go on
@@ -93,8 +103,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return { url: urlOf(address), metricsUrl: urlOf(metricsAddress), address, metricsAddress, state, metrics, firstLoad, shutdown };
 }
 
-/** The Express side: health, readiness, the public list of closed scopes, 404 for the rest. */
-function createApp(state: ServingState, access: AccessConfig): express.Express {
+/** The Express side: health, readiness, the public list of closed scopes, browser sign-in when configured, 404 for the rest. */
+function createApp(state: ServingState, access: AccessConfig, signIn: SignInParts | undefined, logger: Logger): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -108,8 +118,18 @@ function createApp(state: ServingState, access: AccessConfig): express.Express {
     else if (state.index === null) res.status(503).send('not ready: no snapshot loaded yet\n');
     else res.send(`ready: generation ${state.index.generation}\n`);
   });
+  if (signIn !== undefined) app.use(signInRouter({ rp: signIn.rp, sessions: signIn.sessions, index: () => state.index, logger }));
   app.use((_req, res) => {
     res.status(404).set('Cache-Control', 'no-store').type('text/plain').send('not found\n');
+  });
+  // Never Express's own error page (it shows a stack trace outside production): logged, and a plain 500 page.
+  app.use((e: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    logger.error({ err: e }, 'internal error on an Express route');
+    if (res.headersSent) return void res.destroy();
+    const p = errorPage(500, 'Internal error', 'Something went wrong in svc-auth; it is logged. Try again.');
+    res.status(p.status);
+    for (let i = 0; i < p.headers.length; i += 2) res.setHeader(p.headers[i]!, p.headers[i + 1]!);
+    res.end(p.body);
   });
   return app;
 }
@@ -140,6 +160,28 @@ interface Deciding {
   readonly usage: TokenUsage;
   readonly refusals: Refusals;
   readonly oidc: OidcVerifier | undefined;
+  readonly signIn: SignInParts | undefined;
+}
+
+/** Browser sign-in's parts: the relying party (the Express routes) and the sessions opened (shared with the pipeline). */
+interface SignInParts {
+  readonly rp: RelyingParty;
+  readonly sessions: SessionCache;
+}
+
+function createSignIn(options: ServerOptions, oidc: OidcVerifier | undefined): SignInParts | undefined {
+  const config = options.signIn;
+  if (config === undefined) return undefined;
+  if (oidc === undefined) throw new Error('sign-in is configured without its OpenID issuer');
+  const ca = options.oidc?.caFile !== undefined ? readFileSync(options.oidc.caFile, 'utf8') : undefined;
+  const rp = new RelyingParty({
+    config, logger: options.logger, verifyIdToken: (jwt, issuer, audience) => oidc.verifyIdToken(jwt, issuer, audience),
+    onRecovered: () => void oidc.refresh(config.issuer.url),
+    ...(ca !== undefined ? { ca } : {}), ...(options.signInRetryAfterMs !== undefined ? { retryAfterMs: options.signInRetryAfterMs } : {}),
+  });
+  // Discovered in the background: svc-auth serves without it, and sign-in tries again when asked.
+  void rp.provider();
+  return { rp, sessions: new SessionCache(config.sessionKeys, config.issuer.url) };
 }
 
 function createDeciding(options: ServerOptions, cacheMaxAge: number, state: ServingState, metrics: AuthMetrics): Deciding {
@@ -153,8 +195,13 @@ function createDeciding(options: ServerOptions, cacheMaxAge: number, state: Serv
   const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers, knownJwt: oidc.known.bind(oidc) } : options.access;
   const imported = new ImportedTokens(options.importedTokens ?? DEFAULT_IMPORTED_TOKENS);
   metrics.countImportedBusy(() => imported.busyRefusals);
-  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge, ...(oidc ? { oidc } : {}), imported });
-  return { auth, usage, refusals, oidc };
+  const signIn = createSignIn(options, oidc);
+  const browser = signIn && {
+    externalUrls: signIn.rp.config.externalUrls, secure: signIn.rp.config.secure, sessions: signIn.sessions,
+    formActions: () => { const o = signIn.rp.providerOrigin(); return o === undefined ? [] : [o]; },
+  };
+  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge, ...(oidc ? { oidc } : {}), imported, ...(browser ? { browser } : {}) });
+  return { auth, usage, refusals, oidc, signIn };
 }
 
 /** One port: the strict front answers auth requests; node:http (the auth handler again, then Express) the rest. */

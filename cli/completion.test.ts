@@ -15,7 +15,7 @@ import { processIo } from './io.js';
 /** Words typed (the last one being completed) → what every shell and kubectl offer. */
 const CASES: [string[], string[]][] = [
   [[''], ['auth', 'completion']],
-  [['auth', 're'], ['remove-subject', 'remove-token', 'remove-tokens']],
+  [['auth', 're'], ['remove-network', 'remove-subject', 'remove-token', 'remove-tokens']],
   [['--dir', 'x', 'auth', 'sh'], ['show']],
   [['auth', 'show', '-o', ''], ['json', 'table', 'text', 'wcmp2', 'yaml']],
   [['auth', 'add-token', '--output', 'y'], ['yaml']],
@@ -25,6 +25,11 @@ const CASES: [string[], string[]][] = [
   [['completion', ''], ['bash', 'fish', 'zsh']],
   [['auth', 'has'], ['has-access-topic']],
   [['auth', 'add-token', '--topic-hierarchy', ''], []],
+  [['auth', 'add-n'], ['add-network']],
+  [['auth', 'add-network', '--c'], ['--cidr', '--context']],
+  [['auth', 'add-network', '--r'], ['--replace', '--request-timeout']],
+  [['auth', 'remove-network', '--c'], ['--cidr', '--context']],
+  [['auth', 'has-access-topic', '--fr'], ['--from']],
   // public offers --path only: the scope kinds it refuses are not offered.
   [['auth', 'public', '--p'], ['--path']],
   [['auth', 'public', '--'], ['--api-prefix', '--context', '--dir', '--help', '--kubeconfig', '--namespace', '--off', '--open-paths-by-default', '--output', '--path', '--request-timeout', '--version', '--waf-prefix']],
@@ -42,6 +47,8 @@ describe('completeWords (the walk kubectl_complete-svc uses)', () => {
     expect(completeWords(program, ['--kubeconfig', '']).directive).toBe(DIRECTIVE.files);
     expect(completeWords(program, ['--dir', '']).directive).toBe(DIRECTIVE.directories);
     expect(completeWords(program, ['auth', 'import', '']).directive).toBe(DIRECTIVE.files);
+    expect(completeWords(program, ['auth', 'add-network', '--from-file', '']).directive).toBe(DIRECTIVE.files);
+    expect(completeWords(program, ['auth', 'add-network', '--cidr', '']).directive).toBe(DIRECTIVE.noFiles);
     expect(completeWords(program, ['auth', '']).directive).toBe(DIRECTIVE.noFiles);
     expect(completeWords(program, ['--context', ''])).toMatchObject({ contexts: true, directive: DIRECTIVE.noFiles });
   });
@@ -122,5 +129,6 @@ describe('svc completion fish, run by fish', () => {
     const run = (line: string) => offered(line).join('\n');
     expect(plain(offered('kubectl-svc auth has'))).toEqual(['has-access-topic']);
     expect(run('svc --dir cl')).toMatch(/^cli\//);
+    expect(run('svc auth add-network --from-file cli/comp')).toMatch(/^cli\/completion\.test\.ts/m);
   }, 600_000);
 });

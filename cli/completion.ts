@@ -3,7 +3,7 @@ import type { CommandUnknownOpts as Command, Option } from '@commander-js/extra-
 /**
  * Shell completion generated from the commander tree, so a new command or flag completes without
  * touching this file. Completes subcommands, the flags valid at that point (the command's own and the
- * global ones), the choices of `-o` and of `completion`'s shell argument, files for --kubeconfig,
+ * global ones), the choices of `-o` and of `completion`'s shell argument, files for --kubeconfig and --from-file,
  * directories for --dir, and contexts (via kubectl, when installed) for --context.
  *
  * Three scripts (bash, zsh, fish) carry the tree in themselves and need no node at each TAB; `completeWords` is the
@@ -122,7 +122,7 @@ ${fn}_complete() {
     values="$(${fn}_choices "$cmdpath|$prev")"
     if [[ -n "$values" ]]; then COMPREPLY=( $(compgen -W "$values" -- "$cur") ); return; fi
     case "$prev" in
-      --kubeconfig) compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -f -- "$cur") ) ;;
+      --kubeconfig|--from-file) compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -f -- "$cur") ) ;;
       --dir) compopt -o filenames 2>/dev/null; COMPREPLY=( $(compgen -d -- "$cur") ) ;;
       --context) COMPREPLY=( $(compgen -W "$(kubectl config get-contexts -o name 2>/dev/null)" -- "$cur") ) ;;
       *) COMPREPLY=() ;;
@@ -178,7 +178,7 @@ ${fn}() {
     ${fn}_choices "$cmdpath|$prev"
     if (( \${#reply} )); then compadd -- "\${reply[@]}"; return; fi
     case "$prev" in
-      --kubeconfig) _files ;;
+      --kubeconfig|--from-file) _files ;;
       --dir) _files -/ ;;
       --context) compadd -- \${(f)"$(kubectl config get-contexts -o name 2>/dev/null)"} ;;
     esac
@@ -250,7 +250,7 @@ function fishWalk(fn: string, t: Tree): string {
             return
         end
         switch $prev
-            case --kubeconfig
+            case --kubeconfig --from-file
                 __fish_complete_path $cur
             case --dir
                 __fish_complete_directories $cur
@@ -325,7 +325,7 @@ export function completeWords(root: Command, words: readonly string[]): Completi
   if (awaiting !== undefined) {
     const values = node.choices.get(awaiting);
     if (values) return { candidates: offer(values, new Map()), directive: DIRECTIVE.noFiles };
-    if (awaiting === '--kubeconfig') return { candidates: [], directive: DIRECTIVE.files };
+    if (awaiting === '--kubeconfig' || awaiting === '--from-file') return { candidates: [], directive: DIRECTIVE.files };
     if (awaiting === '--dir') return { candidates: [], directive: DIRECTIVE.directories };
     if (awaiting === '--context') return { candidates: [], directive: DIRECTIVE.noFiles, contexts: true };
     return { candidates: [], directive: DIRECTIVE.noFiles };

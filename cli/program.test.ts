@@ -15,6 +15,8 @@ describe('svc program', () => {
     [['auth', 'remove-tokens', '--help']],
     [['auth', 'remove-token', '--help']],
     [['auth', 'public', '--help']],
+    [['auth', 'add-network', '--help']],
+    [['auth', 'remove-network', '--help']],
     [['completion', '--help']],
     [['help', 'auth']],
   ])('help: %j', async (args) => {
@@ -127,7 +129,10 @@ describe('svc completion', () => {
 
   it.each([
     [['svc', ''], ['auth', 'completion']],
-    [['svc', 'auth', 're'], ['remove-subject', 'remove-tokens', 'remove-token']],
+    [['svc', 'auth', 're'], ['remove-subject', 'remove-network', 'remove-tokens', 'remove-token']],
+    [['svc', 'auth', 'add-n'], ['add-network']],
+    [['svc', 'auth', 'add-network', '--'], ['--topic-hierarchy', '--metadata-id', '--path', '--cidr', '--description', '--from-file', '--replace', '--output', '--help', '--version', '--kubeconfig', '--context', '--namespace', '--dir', '--request-timeout', '--open-paths-by-default', '--waf-prefix', '--api-prefix']],
+    [['svc', 'auth', 'has-access-topic', '--fr'], ['--from']],
     [['svc', '--dir', 'x', 'auth', 'sh'], ['show']],
     [['svc', 'auth', 'show', '-o', ''], ['table', 'text', 'json', 'yaml', 'wcmp2']],
     [['svc', 'auth', 'add-token', '--output', 'y'], ['yaml']],

@@ -138,6 +138,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): CommandUn
   addTokenCommand(auth, run, name);
   readingCommands(auth, run);
   subjectCommands(auth, run);
+  networkCommands(auth, run, name);
   stateCommands(auth, run, name);
   importCommand(auth, run);
   removeTokenCommand(auth, run);
@@ -230,7 +231,7 @@ function removeTokenCommand(auth: Command, run: Runner): void {
 
 /** show and has-access-topic: they read, never write. */
 function readingCommands(auth: Command, run: Runner): void {
-  scopeOptions(auth.command('show').description('list protected scopes: kind, state, token count, token ids, descriptions, expiry (never a token)'), 'only')
+  scopeOptions(auth.command('show').description('list protected scopes: kind, state, token count, token ids, descriptions, expiry, subjects and networks (never a token)'), 'only')
     .addOption(outputOption(['table', 'text', 'json', 'yaml', 'wcmp2'], 'table'))
     .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/show.js')).show(ctx, opts)));
 
@@ -242,7 +243,8 @@ function readingCommands(auth: Command, run: Runner): void {
     'check',
   )
     .option('--user <user>', "check an identity instead of a token: its username as svc-auth names it (kube-apiserver's: https://issuer#sub by default, the bare email for email)")
-    .option('--group <group>', "one of the identity's groups (repeat for each)", (v: string, prev: string[] = []) => [...prev, v])
+    .option('--group <group>', "one of the identity's groups (repeat for each)", collect)
+    .option('--from <address>', 'the client address (IPv4 or IPv6, as the proxy sees it): granted when a network of a governing scope holds it, else the token or --user decides')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/has-access.js')).hasAccess(ctx, token, opts)));
 
@@ -252,7 +254,7 @@ function readingCommands(auth: Command, run: Runner): void {
 function subjectCommands(auth: Command, run: Runner): void {
   for (const [verb, description, purpose] of [
     ['add-subject', 'grant an identity of the OpenID provider access to a scope (a user, or every member of a group); a subject closes the scope as a token does', 'grant'],
-    ['remove-subject', 'take an identity\'s grant back; the scope opens when no token, subject or closed: true is left', 'revoke'],
+    ['remove-subject', 'take an identity\'s grant back; the scope opens when no token, subject, network or closed: true is left', 'revoke'],
   ] as const) {
     scopeOptions(auth.command(verb).description(description), purpose)
       .option('--user <user>', "a user, named as kube-apiserver names it: the issuer URL, # and the sub by default (https://login.example.org/dex#alice), the bare email with --oidc-username-claim email, or the configured prefix and the claim")
@@ -266,9 +268,42 @@ function subjectCommands(auth: Command, run: Runner): void {
 
 }
 
+/** Repeatable string options (`--cidr A --cidr B`). */
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+/** add-network and remove-network: grants by client address (docs/wis2.md). */
+function networkCommands(auth: Command, run: Runner, name: string): void {
+  scopeOptions(
+    auth
+      .command('add-network')
+      .description("grant a network access to a scope by client address, as svc-auth's proxy saw it (e.g. the WIS2 Global Services); a network closes the scope as a token does"),
+    'grant',
+  )
+    .option('--cidr <cidr>', 'a network in canonical form, 203.0.113.7/32 or 2001:db8::/32 (repeat for more)', collect)
+    .option('--description <text>', 'whose network it is (for the --cidr networks; at most 256 characters)')
+    .option('--from-file <file>', 'read networks from a file ("-": stdin), one a line: the network, then its description; "#" starts a comment')
+    .option('--replace', "make the networks given the scope's whole list: any other is taken away (keeps a list such as the Secretariat's current)")
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .addHelpText('after', `
+Examples:
+  ${name} auth add-network --path data --cidr 203.0.113.7/32 --description "Global Cache"
+  ${name} auth add-network --topic-hierarchy origin.a.wis2.mw-met.data.recommended --cidr 198.51.100.0/24 --cidr 2001:db8:5::/48
+  ${name} auth add-network --path data --from-file global-services.txt --replace
+
+A network is written in canonical form (the network address, no host bit set; IPv6 in lower case with "::"): a
+network written otherwise is refused with the form to use (203.0.113.9/24: use 203.0.113.0/24).`)
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/networks.js')).addNetwork(ctx, opts)));
+
+  scopeOptions(auth.command('remove-network').description('take a network\'s grant back; the scope opens when no token, subject, network or closed: true is left'), 'revoke')
+    .option('--cidr <cidr>', 'the network, as show lists it (repeat for more)', collect)
+    .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/networks.js')).removeNetwork(ctx, opts)));
+
+}
+
 /** What opens or closes a scope besides its tokens: remove-tokens, close, open, public. */
 function stateCommands(auth: Command, run: Runner, name: string): void {
-  scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: a topic hierarchy or dataset opens, unless closed: true or a subject keeps it closed; a path scope stays closed with 0 tokens'), 'open')
+  scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: a topic hierarchy or dataset opens, unless closed: true, a subject or a network keeps it closed; a path scope stays closed with 0 tokens'), 'open')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .addHelpText('after', `
 Path scopes (processes/..., collections/stations, other paths) are closed by default: with their last token gone they

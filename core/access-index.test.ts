@@ -1,9 +1,10 @@
 import { describe, it, expect } from '@jest/globals';
-import { AccessIndexBuilder, buildIndex, EMPTY_INDEX, type AccessIndex, type IndexedScope } from './access-index.js';
+import { AccessIndexBuilder, buildIndex, EMPTY_INDEX, subjectGroups, type AccessIndex, type IndexedScope } from './access-index.js';
 import { compileSnapshot } from './snapshot/compile.js';
 import { newProtectedScope } from './protected-scope.js';
 import { hashToken, hashTokenHex, tokenIdOf, type TokenHash } from './token.js';
 import type { Scope } from './scope.js';
+import { parseAddressInto } from './network.js';
 
 const H = (seed: string): TokenHash => hashToken(`index-test-${seed}`);
 const hex = (seed: string) => hashTokenHex(`index-test-${seed}`);
@@ -121,5 +122,55 @@ describe('EMPTY_INDEX', () => {
     expect(EMPTY_INDEX.scopeCount).toBe(0);
     expect(EMPTY_INDEX.tokenCount).toBe(0);
     expect(EMPTY_INDEX.topics.size + EMPTY_INDEX.datasets.size + EMPTY_INDEX.paths.size + EMPTY_INDEX.tokens.size).toBe(0);
+  });
+});
+
+describe('networks in the index', () => {
+  it('each entry holds its networks compiled for the matcher; scopes without networks hold none', () => {
+    const r = buildIndex('g', [
+      '{"kind":"topic","value":"a.b","tokens":[],"networks":["2001:db8::/32","203.0.113.0/24","203.0.113.7/32"]}',
+      line(topic('c'), [{ hash: H('1') }]),
+    ]);
+    if (!r.ok) throw new Error(r.error);
+    const entry = r.value.topics.get('a')!.children.get('b')!.scope!;
+    const words = new Uint32Array(4);
+    expect(parseAddressInto('203.0.113.7', words)).toBe(4);
+    expect(entry.networks?.find(4, words)?.cidr).toBe('203.0.113.7/32');
+    expect(parseAddressInto('::ffff:203.0.113.9', words)).toBe(4);
+    expect(entry.networks?.find(4, words)?.cidr).toBe('203.0.113.0/24');
+    expect(parseAddressInto('198.51.100.1', words)).toBe(4);
+    expect(entry.networks?.find(4, words)).toBeUndefined();
+    expect(r.value.topics.get('c')!.scope!.networks).toBeUndefined();
+    expect(r.value.scopeCount).toBe(2);
+  });
+  it('scopes that differ only in case share one entry, which holds the networks of both', () => {
+    const r = buildIndex('g', [
+      '{"kind":"topic","value":"A.b","tokens":[],"networks":["203.0.113.0/24"]}',
+      '{"kind":"topic","value":"a.b","tokens":[],"networks":["2001:db8::/32","203.0.113.0/24"]}',
+    ]);
+    if (!r.ok) throw new Error(r.error);
+    const entry = r.value.topics.get('a')!.children.get('b')!.scope!;
+    expect(entry.caseFolded).toBe(true);
+    expect(entry.networks?.networks.map((n) => n.cidr)).toEqual(['2001:db8::/32', '203.0.113.0/24']);
+  });
+});
+
+describe('subjectGroups', () => {
+  it('every Group subject of every kind of closed scope, prefix paths and nested topics included; users are not groups', () => {
+    const withSubjects = (scope: Scope, subjects: { kind: 'User' | 'Group'; name: string }[]) => {
+      const o = newProtectedScope(scope, `o-${scope.value.replace(/[^a-z0-9]/g, '-')}`, 'svc', []);
+      return { ...o, spec: { ...o.spec, subjects } };
+    };
+    const s = compileSnapshot([
+      withSubjects(topic('a.b'), [{ kind: 'Group', name: 'g-topic' }, { kind: 'User', name: 'alice' }]),
+      withSubjects(topic('a.b.c.d'), [{ kind: 'Group', name: 'g-deep' }]),
+      withSubjects({ kind: 'dataset', value: 'urn:x' }, [{ kind: 'Group', name: 'g-dataset' }]),
+      withSubjects({ kind: 'path', value: 'processes/svc' }, [{ kind: 'Group', name: 'g-process' }]),
+      withSubjects({ kind: 'path', value: 'wis2downloader' }, [{ kind: 'Group', name: 'g-prefix' }, { kind: 'Group', name: 'g-topic' }]),
+    ]);
+    const r = buildIndex(s.generation, s.lines);
+    if (!r.ok) throw new Error(r.error);
+    expect([...subjectGroups(r.value)].sort()).toEqual(['g-dataset', 'g-deep', 'g-prefix', 'g-process', 'g-topic']);
+    expect(subjectGroups(EMPTY_INDEX).size).toBe(0);
   });
 });

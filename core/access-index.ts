@@ -2,6 +2,7 @@ import { foldCase, isPrefixPath, scopeKey, scopeLevels, type Scope } from './sco
 import { importedRecordsOf, type ImportedRecord } from './imported-hash.js';
 import { isImportedHash, IMPORTED_HASH_PATTERN } from './token.js';
 import type { Subject } from './subject.js';
+import { NetworkSet } from './network.js';
 import { parseScopeLine, type SnapshotScope, type SnapshotToken } from './snapshot/lines.js';
 import { err, ok, type Result } from './result.js';
 import { isDigestHex, TokenTableBuilder, type TokenTable } from './token-table.js';
@@ -27,6 +28,12 @@ export interface IndexedScope {
   readonly public?: true;
   /** Its imported (wis2box-auth PBKDF2) records, which are not in the token table; absent when none. */
   readonly imported?: readonly ImportedRecord[];
+  /**
+   * The networks it grants (snapshot `networks`), compiled for matching a request's address (core/network.ts:
+   * parseAddressInto once per request, then `networks.find(family, words)` gives the most specific one holding it);
+   * absent when it grants none, as for most scopes.
+   */
+  readonly networks?: NetworkSet;
 }
 
 /** A scope's subjects as the decision looks them up: usernames and group names, exact strings. */
@@ -52,6 +59,7 @@ export function indexedScopeOf(s: SnapshotScope): IndexedScope {
   return {
     scope, key: scopeKey(scope), depth: scopeLevels(scope).length, ...(subjects ? { subjects } : {}),
     ...(s.public ? { public: true as const } : {}), ...(imported ? { imported } : {}),
+    ...(s.networks?.length ? { networks: new NetworkSet(s.networks) } : {}),
   };
 }
 
@@ -197,12 +205,13 @@ export class AccessIndexBuilder {
 }
 
 /**
- * Folds a case variant's grants into the entry that holds its key: subjects and imported records add up, and the
- * entry stays public only if both are (a case variant is never more open than the scope it matches).
+ * Folds a case variant's grants into the entry that holds its key: subjects, networks and imported records add up,
+ * and the entry stays public only if both are (a case variant is never more open than the scope it matches).
  */
 function foldInto(entry: IndexedScope, fresh: IndexedScope, subjects: readonly Subject[] | undefined): void {
-  const e = entry as { subjects?: SubjectGrants; imported?: readonly ImportedRecord[]; public?: true };
+  const e = entry as { subjects?: SubjectGrants; imported?: readonly ImportedRecord[]; public?: true; networks?: NetworkSet };
   if (subjects?.length) e.subjects = subjectGrants(subjects, e.subjects);
+  if (fresh.networks) e.networks = new NetworkSet([...(e.networks?.networks ?? []), ...fresh.networks.networks]);
   if (fresh.imported) e.imported = [...(e.imported ?? []), ...fresh.imported];
   if (!fresh.public) delete e.public;
 }
@@ -237,4 +246,24 @@ export function entryOf(index: AccessIndex, scope: Scope): IndexedScope | undefi
     children = node.children;
   }
   return node?.scope;
+}
+
+/**
+ * Every group name some closed scope of the index grants (its `Group` subjects): the only groups of an identity that
+ * can grant anything today. A browser session too large for a cookie keeps only these (authz/identity/session.ts).
+ * Walks the whole index: callers keep the answer per index.
+ */
+export function subjectGroups(index: AccessIndex): ReadonlySet<string> {
+  const groups = new Set<string>();
+  const take = (e: IndexedScope | undefined) => e?.subjects?.groups.forEach((g) => groups.add(g));
+  const walk = (nodes: ReadonlyMap<string, TopicNode> | undefined) => {
+    for (const node of nodes?.values() ?? []) {
+      take(node.scope);
+      walk(node.children);
+    }
+  };
+  index.datasets.forEach(take);
+  index.paths.forEach(take);
+  walk(index.topics);
+  return groups;
 }

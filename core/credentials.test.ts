@@ -69,9 +69,10 @@ describe('Authorization: Bearer', () => {
     expect(extractCredential('', 'Bearer abc def', 'token')).toEqual({ kind: 'malformed', carrier: 'bearer' });
     expect(extractCredential('', 'Bearer abc\tdef', 'token')).toEqual({ kind: 'malformed', carrier: 'bearer' });
   });
-  it('a scheme without a token carries no token', () => {
-    expect(extractCredential('', 'Bearer', 'token').kind).not.toBe('token');
-    expect(extractCredential('', 'Bearer    ', 'token').kind).not.toBe('token');
+  it('an empty or blank Bearer is no credential at all (not malformed): wis2box-webapp sends `Bearer ` with an empty field', () => {
+    for (const header of ['Bearer', 'Bearer ', 'Bearer    ', 'bearer \t ', '  Bearer\t']) expect(extractCredential('', header, 'token')).toEqual({ kind: 'none' });
+    // A query token still wins over it, and the blank header never hides one.
+    expect(extractCredential('token=svc_abc', 'Bearer ', 'token')).toEqual({ kind: 'token', token: 'svc_abc', carrier: 'query' });
   });
   it('an unknown scheme is no token', () => {
     expect(extractCredential('', 'Token abc', 'token').kind).toBe('none');

@@ -1,8 +1,9 @@
 /**
- * Where a request's token comes from, its carrier (docs/access-rules.md "Credentials"): the query argument first,
- * then `Authorization: Bearer`, then the password of `Authorization: Basic`.
+ * Where a request's credential comes from, its carrier (docs/access-rules.md "Credentials"): the query argument first,
+ * then `Authorization: Bearer`, then the password of `Authorization: Basic`; a browser session (the session cookie)
+ * only when none of these is sent.
  */
-export type CredentialCarrier = 'query' | 'bearer' | 'basic';
+export type CredentialCarrier = 'query' | 'bearer' | 'basic' | 'session';
 export type Credential =
   | { readonly kind: 'none' }
   | { readonly kind: 'token'; readonly token: string; readonly carrier: CredentialCarrier }
@@ -41,7 +42,10 @@ function headerToken(header: string): Credential {
   const scheme = value.slice(0, space).toLowerCase();
   const rest = value.slice(space + 1).trim();
   if (scheme === 'bearer') {
-    if (rest.length === 0 || /\s/.test(rest)) return { kind: 'malformed', carrier: 'bearer' };
+    // An empty or blank Bearer is no credential: wis2box-webapp sends `Bearer <its token field>` on every execution,
+    // empty when the user typed none (a signed-in browser's session then decides).
+    if (rest.length === 0) return NONE;
+    if (/\s/.test(rest)) return { kind: 'malformed', carrier: 'bearer' };
     return { kind: 'token', token: rest, carrier: 'bearer' };
   }
   if (scheme === 'basic') {

@@ -1035,7 +1035,7 @@ describe('edges: JWTs, identities and the CLI\'s answers', () => {
   });
   it('an identity meets a governing scope that lists no subjects: insufficient scope', () => {
     const d = decide(world, DEFAULT_CONFIG, { method: 'GET', target: OBS_FILE, authorization: undefined, verified: alice }, NOW);
-    expect(d).toEqual({ outcome: 'insufficient-scope', area: 'waf', path: OBS_FILE, governing: [OBS], closedByDefault: false, issuer: ISSUER, user: 'alice' });
+    expect(d).toEqual({ outcome: 'insufficient-scope', area: 'waf', path: OBS_FILE, governing: [OBS], closedByDefault: false, issuer: ISSUER, user: 'alice', carrier: 'bearer' });
   });
   it('decideForScope answers for a Bearer token, decideForScopeAs for an identity in a JWT that never expires', () => {
     expect(decideForScope(world, OBS, T.obs, NOW)).toEqual({

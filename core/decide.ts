@@ -6,6 +6,7 @@
 import type { AccessIndex, IndexedScope, TopicNode } from './access-index.js';
 import { extractCredential, type Credential, type CredentialCarrier } from './credentials.js';
 import { unverifiedIssuer } from './jwt-shape.js';
+import { isSafeMethod } from './browser.js';
 import type { Identity } from './subject.js';
 import { normalizeTarget } from './normalize.js';
 import { foldCase, isPrefixPath, type Scope, type ScopeKind } from './scope.js';
@@ -35,6 +36,13 @@ export interface AccessConfig {
    * pass as a token, synchronously, instead of answering `verify-jwt` and deciding a second time.
    */
   readonly knownJwt?: (jwt: string, carrier: CredentialCarrier) => VerifiedJwt | undefined;
+  /**
+   * The browser session of the request being decided (svc-auth's hook, when sign-in is on), asked only when the
+   * request carries no explicit credential and is governed: so open requests and requests with a token never look
+   * at a cookie. Undefined: no session now (none, or one still to be opened, which the caller then decides with
+   * `verified`). `sameOrigin` is the request's same-origin evidence (core/browser.ts), for the CSRF rule.
+   */
+  readonly browserSession?: () => { readonly session: VerifiedJwt; readonly sameOrigin: boolean } | undefined;
 }
 
 interface AccessRequest {
@@ -53,9 +61,17 @@ interface AccessRequest {
    * up as a token; a JWT that failed verification grants nothing.
    */
   readonly verified?: VerifiedJwt;
+  /**
+   * The request carries same-origin evidence (`Sec-Fetch-Site: same-origin`, or an `Origin` of an external URL:
+   * core/browser.ts). Read only when a browser session is the credential of an unsafe method (the CSRF rule).
+   */
+  readonly sameOrigin?: boolean;
 }
 
-/** The outcome of verifying a JWT (signature, issuer, audience, times) outside core: an identity, or a failure. */
+/**
+ * The outcome of verifying a JWT (signature, issuer, audience, times) outside core, or of opening a browser session
+ * (carrier `session`, authz/identity/session.ts): an identity, or a failure.
+ */
 export type VerifiedJwt =
   | { readonly ok: true; readonly identity: Identity; readonly carrier: CredentialCarrier; /** the JWT's exp, ms since epoch */ readonly expiresAt: number }
   | { readonly ok: false; readonly carrier: CredentialCarrier };
@@ -125,7 +141,16 @@ export type Decision =
        */
       readonly importable?: true;
     })
-  | (Governed & { readonly outcome: 'insufficient-scope'; readonly tokenId?: string; readonly issuer?: string; readonly user?: string });
+  | (Governed & {
+      readonly outcome: 'insufficient-scope';
+      readonly tokenId?: string;
+      readonly issuer?: string;
+      readonly user?: string;
+      /** Set for an identity: a JWT's carrier, or `session`. */
+      readonly carrier?: CredentialCarrier;
+      /** A session would have granted an unsafe method, but the request has no same-origin evidence (CSRF). */
+      readonly crossSite?: true;
+    });
 
 export const DEFAULT_CONFIG: AccessConfig = { ...DEFAULT_PREFIXES, tokenParam: 'token' };
 
@@ -160,6 +185,11 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   const { area, by } = governingFor(index, config, req.method, foldSegments(segments));
   if (isOpen(by)) return { outcome: 'open', area, path };
   const credential = req.verified ?? extractCredential(target.query, req.authorization, config.tokenParam);
+  if (req.verified?.carrier === 'session') return judgeSession(index, area, path, by, req.verified, req.method, req.sameOrigin === true, nowMs);
+  if (config.browserSession && !('ok' in credential) && credential.kind === 'none') {
+    const browser = config.browserSession();
+    if (browser !== undefined) return judgeSession(index, area, path, by, browser.session, req.method, browser.sameOrigin, nowMs);
+  }
   if (config.oidcIssuers && !('ok' in credential) && credential.kind === 'token') {
     const known = config.knownJwt?.(credential.token, credential.carrier);
     if (known !== undefined) return judge(index, area, path, by, known, nowMs);
@@ -171,6 +201,16 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   return judge(index, area, path, by, credential, nowMs);
 }
 
+/**
+ * A browser session decides as the same identity's bearer JWT would (judge), with one rule more: an unsafe method
+ * needs same-origin evidence (docs/access-rules.md "Browser sessions", CSRF), or the grant is refused as cross-site.
+ */
+function judgeSession(index: AccessIndex, area: Area, path: string, by: GoverningScopes, session: VerifiedJwt, method: string | null, sameOrigin: boolean, nowMs: number): Decision {
+  const d = judge(index, area, path, by, session, nowMs);
+  if (d.outcome !== 'granted-identity' || sameOrigin || isSafeMethod(method)) return d;
+  const { governing, closedByDefault, issuer, user, carrier } = d;
+  return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, issuer, user, carrier, crossSite: true };
+}
 
 /**
  * What the CLI's has-access-topic answers: the decision for a request to the scope's own data. `config` is svc-auth's
@@ -311,7 +351,7 @@ function judgeIdentity(area: Area, path: string, governing: readonly Scope[], cl
       if (grants.groups.has(group)) return { outcome: 'granted-identity', area, governing, path, closedByDefault, scope: entry.scope, scopeKey: entry.key, issuer, user, carrier: v.carrier, expiresAt: v.expiresAt, group };
     }
   }
-  return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, issuer, user };
+  return { outcome: 'insufficient-scope', area, governing, path, closedByDefault, issuer, user, carrier: v.carrier };
 }
 
 function startsWith(segments: readonly string[], prefix: readonly string[]): boolean {

@@ -14,6 +14,8 @@ import { stateOf, type ScopeState } from './scope-state.js';
 interface OwnGrants {
   readonly tokens: number;
   readonly subjects: number;
+  /** Networks granted (absent: none). */
+  readonly networks?: number;
   readonly closedFlag: boolean;
   /** An object of the scope says `public: true`. */
   readonly public: boolean;
@@ -30,7 +32,7 @@ function publicAllowed(scope: Scope, config: ScopeConfig): boolean {
  */
 export function enforcedState(index: AccessIndex | undefined, scope: Scope, own: OwnGrants, config: ScopeConfig): ScopeState {
   const isPublic = own.public && publicAllowed(scope, config);
-  const s = stateOf(scope, own.tokens, own.closedFlag, config.openPathsByDefault === true, own.subjects, isPublic, config);
+  const s = stateOf(scope, own.tokens, own.closedFlag, config.openPathsByDefault === true, own.subjects, isPublic, config, own.networks ?? 0);
   if (scope.kind !== 'path' || s.state === 'Closed' || index === undefined) return s;
   const d = decideForScopeAnonymous(index, scope, config);
   if (d.outcome === 'open' || d.outcome === 'malformed' || !('governing' in d)) return s;

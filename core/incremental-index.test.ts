@@ -15,7 +15,9 @@ import { hashToken, hashTokenDigest, tokenIdOf, type TokenHash } from './token.j
  * as sorted (hash, scope key, expiry) triples, each owner checked to be the very object the maps hold.
  */
 function plain(index: AccessIndex): unknown {
-  const scope = (s: IndexedScope | undefined) => s && { key: s.key, depth: s.depth, scope: s.scope, imported: s.imported?.map((r) => r.hash).sort() };
+  const scope = (s: IndexedScope | undefined) => s && {
+    key: s.key, depth: s.depth, scope: s.scope, imported: s.imported?.map((r) => r.hash).sort(), networks: s.networks?.networks.map((n) => n.cidr),
+  };
   const held = new Set<IndexedScope>([...index.datasets.values(), ...index.paths.values()]);
   const walk = (n: TopicNode): void => {
     if (n.scope) held.add(n.scope);
@@ -59,12 +61,14 @@ const SCOPES = [
 ];
 const SECRETS = ['s0', 's1', 's2', 's3', 's4'].map((s) => `${s}-0123456789abcdef`);
 const EXPIRIES = [undefined, '2026-01-01T00:00:00Z', '2030-01-01T00:00:00Z'];
+const NETWORKS = ['203.0.113.0/24', '203.0.113.7/32', '2001:db8::/32'];
 
 const stateArb = fc.array(
   fc.record({
     scope: fc.nat(SCOPES.length - 1),
     tokens: fc.array(fc.record({ secret: fc.nat(SECRETS.length - 1), exp: fc.nat(EXPIRIES.length - 1), imported: fc.boolean() }), { minLength: 0, maxLength: 3 }),
     closed: fc.boolean(),
+    networks: fc.uniqueArray(fc.nat(NETWORKS.length - 1), { maxLength: 2 }),
   }),
   { maxLength: 12 },
 );
@@ -75,14 +79,16 @@ function importedHash(secret: string): TokenHash {
   return formatImportedHash(1, salt, pbkdf2Sync(secret, salt, 1, 32, 'sha256'));
 }
 
-function shardsOf(state: { scope: number; tokens: { secret: number; exp: number; imported?: boolean }[]; closed?: boolean }[], maxBytes: number) {
+function shardsOf(state: { scope: number; tokens: { secret: number; exp: number; imported?: boolean }[]; closed?: boolean; networks?: number[] }[], maxBytes: number) {
   const objects = state.map((o, i) => {
     const tokens = o.tokens.map((t) => {
       const hash = t.imported ? importedHash(SECRETS[t.secret]!) : hashToken(SECRETS[t.secret]!);
       const exp = EXPIRIES[t.exp];
       return { id: tokenIdOf(hash), hash, createdAt: '2025-01-01T00:00:00Z', ...(exp ? { expiresAt: exp } : {}) };
     });
-    return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: { ...SCOPES[o.scope], tokens, ...(o.closed ? { closed: true } : {}) } } as unknown as ProtectedScope;
+    return { apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name: `o${i}` }, spec: {
+      ...SCOPES[o.scope], tokens, ...(o.closed ? { closed: true } : {}), ...(o.networks?.length ? { networks: o.networks.map((n) => ({ cidr: NETWORKS[n]! })) } : {}),
+    } } as unknown as ProtectedScope;
   });
   return sharded(compileSnapshot(objects), maxBytes);
 }
@@ -147,6 +153,25 @@ describe('IncrementalIndex', () => {
     expect(b.incremental).toBe(true);
     expect(plain(b.index)).toEqual(plain(built(second)));
     expect(b.index.prefixes).not.toBe(a.index.prefixes);
+  });
+
+  it('updates by difference a change to a scope\'s networks: the new entry matches the new list, the previous index keeps its own', async () => {
+    const inc = new IncrementalIndex();
+    const state = Array.from({ length: 10 }, (_, i) => ({ scope: i, tokens: [{ secret: i % 5, exp: 0 }] }));
+    const a = await inc.update(shardsOf(state, 200).generation, shardsOf(state, 200).shards);
+    if (!a.ok) throw new Error(a.error);
+    a.value.commit();
+    state[1] = { scope: 1, tokens: [], networks: [0, 2] } as (typeof state)[number];
+    const second = shardsOf(state, 200);
+    const b = await inc.update(second.generation, second.shards);
+    if (!b.ok) throw new Error(b.error);
+    expect(b.value.incremental).toBe(true);
+    const entry = b.value.index.topics.get('a')!.children.get('b')!.scope!;
+    expect(entry.networks?.networks.map((n) => n.cidr)).toEqual(['2001:db8::/32', '203.0.113.0/24']);
+    expect(a.value.index.topics.get('a')!.children.get('b')!.scope!.networks).toBeUndefined();
+    const full = buildIndex(second.generation, second.lines);
+    if (!full.ok) throw new Error(full.error);
+    expect(plain(b.value.index)).toEqual(plain(full.value));
   });
 
   it('parses each line once, when it adds it: lines that only moved between shards are not parsed again', async () => {

@@ -9,8 +9,12 @@ import {
   isExpired,
   KIND,
   MAX_DESCRIPTION_LENGTH,
+  MAX_NETWORKS_PER_OBJECT,
   MAX_TOKENS_PER_OBJECT,
+  NETWORK_FIELDS,
+  networksOf,
   newProtectedScope,
+  orderedSpec,
   REQUIRED_SPEC_FIELDS,
   scopeOf,
   SPEC_FIELDS,
@@ -24,6 +28,7 @@ import {
   type FieldError,
   type TokenRecord,
 } from './protected-scope.js';
+import { MAX_CIDR_LENGTH } from './network.js';
 import { HASH_PATTERN, hashToken, TOKEN_ID_PATTERN, tokenIdOf } from './token.js';
 import { DATASET_PATTERN, MAX_LENGTH, PATH_PATTERN, TOPIC_PATTERN, type Scope } from './scope.js';
 
@@ -163,6 +168,44 @@ describe('each invalid case names its field', () => {
   });
 });
 
+describe('networks: canonical CIDRs, each once, at most 256', () => {
+  const nets = (...cidrs: string[]) => cidrs.map((cidr) => ({ cidr }));
+  it('valid: IPv4 and IPv6, with and without a description', () => {
+    const obj = object({ topicHierarchy: 'a', networks: [{ cidr: '203.0.113.7/32', description: 'Global Cache' }, { cidr: '2001:db8::/32' }] });
+    expect(errorsOf(obj)).toEqual([]);
+    expect(networksOf(obj as never)).toEqual(obj.spec.networks);
+    expect(networksOf(object({ topicHierarchy: 'a' }) as never)).toEqual([]);
+    const many = Array.from({ length: MAX_NETWORKS_PER_OBJECT }, (_, i) => ({ cidr: `10.0.${i}.0/24` }));
+    expect(errorsOf(object({ topicHierarchy: 'a', networks: many }))).toEqual([]);
+  });
+  it('a non-canonical cidr names the form to use', () => {
+    const errors = errorsOf(object({ topicHierarchy: 'a', networks: nets('203.0.113.9/24') }));
+    expect(errors).toEqual([{ field: 'spec.networks[0].cidr', message: '"203.0.113.9/24" has host bits set: use 203.0.113.0/24' }]);
+    expect(errorsOf(object({ topicHierarchy: 'a', networks: nets('::ffff:203.0.113.0/120') }))[0]!.message).toMatch(/use 203\.0\.113\.0\/24/);
+    expect(errorsOf(object({ topicHierarchy: 'a', networks: nets('203.0.113.7') }))[0]!.message).toMatch(/use 203\.0\.113\.7\/32/);
+  });
+  it.each([
+    ['not a list', { networks: {} }, ['spec.networks']],
+    ['an item not an object', { networks: ['203.0.113.0/24'] }, ['spec.networks[0]']],
+    ['no cidr', { networks: [{ description: 'x' }] }, ['spec.networks[0].cidr']],
+    ['a cidr not a string', { networks: [{ cidr: 7 }] }, ['spec.networks[0].cidr']],
+    ['an over-long cidr', { networks: [{ cidr: '1'.repeat(65) }] }, ['spec.networks[0].cidr']],
+    ['a duplicate', { networks: nets('203.0.113.0/24', '2001:db8::/32', '203.0.113.0/24') }, ['spec.networks[2].cidr']],
+    ['a long description', { networks: [{ cidr: '203.0.113.0/24', description: 'x'.repeat(257) }] }, ['spec.networks[0].description']],
+    ['an unknown field', { networks: [{ cidr: '203.0.113.0/24', comment: 'x' }] }, ['spec.networks[0].comment']],
+    ['too many', { networks: Array.from({ length: MAX_NETWORKS_PER_OBJECT + 1 }, (_, i) => ({ cidr: `10.${i >> 8}.${i & 255}.0/24` })) }, ['spec.networks']],
+    ['public with a network', { path: 'processes/x', topicHierarchy: undefined, public: true, networks: nets('203.0.113.0/24') }, ['spec.public']],
+  ])('%s', (_what, spec, expected) => {
+    expect(fields(object({ topicHierarchy: 'a', ...spec }))).toEqual(expected);
+  });
+  it('orderedSpec puts networks between subjects and public, their fields in NETWORK_FIELDS order', () => {
+    const spec = orderedSpec({ public: false, networks: [{ description: 'd', cidr: '203.0.113.0/24' }], topicHierarchy: 'a', tokens: [], subjects: [] } as never);
+    expect(Object.keys(spec)).toEqual(['topicHierarchy', 'tokens', 'subjects', 'networks', 'public']);
+    expect(Object.keys(spec.networks![0]!)).toEqual([...NETWORK_FIELDS]);
+    expect(Object.keys(specFor({ kind: 'topic', value: 'a' }, { public: false, networks: [], tokens: [] }))).toEqual(['topicHierarchy', 'tokens', 'networks', 'public']);
+  });
+});
+
 describe('isDateTime (RFC 3339 as the API server accepts it)', () => {
   it.each(['2026-11-21T10:00:00Z', '2026-11-21t10:00:00z', '2024-02-29T23:59:59.999999+05:30', '2000-02-29T00:00:00-00:00', '2026-12-31T23:59:59Z'])('accepts %s', (v) => {
     expect(isDateTime(v)).toBe(true);
@@ -271,6 +314,7 @@ describe('core validates with the same rules as the CRD (crds/protectedscope.yam
     expect(keys(spec())).toEqual([...SPEC_FIELDS].sort());
     expect([...(spec().required ?? [])].sort()).toEqual([...REQUIRED_SPEC_FIELDS].sort());
     expect(keys(spec().properties.tokens!.items)).toEqual([...TOKEN_FIELDS].sort());
+    expect(keys(spec().properties.networks!.items)).toEqual([...NETWORK_FIELDS].sort());
     expect(keys(root.properties.status!)).toEqual([...STATUS_FIELDS].sort());
     expect(keys(root.properties.status!.properties.conditions!.items)).toEqual([...CONDITION_FIELDS].sort());
   });
@@ -282,5 +326,12 @@ describe('core validates with the same rules as the CRD (crds/protectedscope.yam
     expect(new RegExp(t.hash!.pattern!).source).toBe(HASH_PATTERN.source);
     expect(t.description!.maxLength).toBe(MAX_DESCRIPTION_LENGTH);
     expect([...(tokens.items.required ?? [])].sort()).toEqual(['createdAt', 'hash', 'id']);
+  });
+  it('network records', () => {
+    const networks = spec().properties.networks!;
+    expect(networks.maxItems).toBe(MAX_NETWORKS_PER_OBJECT);
+    expect(networks.items.properties.cidr!.maxLength).toBe(MAX_CIDR_LENGTH);
+    expect(networks.items.properties.description!.maxLength).toBe(MAX_DESCRIPTION_LENGTH);
+    expect(networks.items.required).toEqual(['cidr']);
   });
 });

@@ -3,6 +3,7 @@ import { checkSubject, MAX_SUBJECTS_PER_OBJECT, SUBJECT_FIELDS, subjectKey, type
 import { excessiveIterationsOf, HASH_PATTERN, MAX_IMPORTED_ITERATIONS, TOKEN_ID_PATTERN, tokenIdOf, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
 import type { OpenOrClosed } from './scope-state.js';
+import { MAX_CIDR_LENGTH, parseNetwork } from './network.js';
 
 export const API_GROUP = 'auth.svc.io';
 export const API_VERSION = 'v1alpha1';
@@ -11,6 +12,7 @@ export const KIND = 'ProtectedScope';
 export const PLURAL = 'protectedscopes';
 export const MAX_TOKENS_PER_OBJECT = 1000;
 export const MAX_DESCRIPTION_LENGTH = 256;
+export const MAX_NETWORKS_PER_OBJECT = 256;
 
 export interface TokenRecord {
   readonly id: string;
@@ -18,6 +20,16 @@ export interface TokenRecord {
   readonly description?: string;
   readonly createdAt: string;
   readonly expiresAt?: string;
+}
+
+/**
+ * A network whose clients the scope admits by address (core/network.ts): `cidr` in canonical form
+ * (`203.0.113.0/24`, `2001:db8::/32`), unique within the object.
+ */
+export interface NetworkRecord {
+  readonly cidr: string;
+  /** Whose network it is (`Global Cache, Offenbach`): shown by show, never in the snapshot; at most 256 characters. */
+  readonly description?: string;
 }
 
 /** Exactly one scope field is set; the type makes the other two absent. */
@@ -37,6 +49,8 @@ export type ProtectedScopeSpec = (
    * that its UI calls without a token). A contradiction with tokens, subjects or `closed: true`: invalid together.
    */
   readonly public?: boolean;
+  /** Networks granted by client address, as the proxy saw it; any network closes the scope, as a token does. */
+  readonly networks?: readonly NetworkRecord[];
 };
 
 export interface Condition {
@@ -59,6 +73,8 @@ export interface ProtectedScopeStatus {
   readonly activeTokens?: number;
   /** How many subjects (users and groups) the object grants. */
   readonly subjects?: number;
+  /** How many networks the object grants. */
+  readonly networks?: number;
   readonly conditions?: readonly Condition[];
   readonly mergedWith?: readonly string[];
 }
@@ -99,7 +115,7 @@ type SpecFields = Omit<ProtectedScopeSpec, ScopeField>;
 
 /** The spec of a scope: its one scope field first, then the given fields in SPEC_FIELDS order (undefined ones left out). */
 export function specFor(scope: Scope, fields: SpecFields): ProtectedScopeSpec {
-  const rest = withoutUndefined({ tokens: fields.tokens, closed: fields.closed, subjects: fields.subjects, public: fields.public });
+  const rest = withoutUndefined({ tokens: fields.tokens, closed: fields.closed, subjects: fields.subjects, networks: fields.networks, public: fields.public });
   switch (scope.kind) {
     case 'topic':
       return { topicHierarchy: scope.value, ...rest };
@@ -143,6 +159,10 @@ export function subjectsOf(ps: ProtectedScope): readonly Subject[] {
   return ps.spec.subjects ?? [];
 }
 
+export function networksOf(ps: ProtectedScope): readonly NetworkRecord[] {
+  return ps.spec.networks ?? [];
+}
+
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 // RFC 3339 as Kubernetes' date-time format accepts it.
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
@@ -167,13 +187,14 @@ export function isDateTime(v: unknown): v is string {
  * not load as a scope with no tokens, which would open it.
  */
 export const TOP_LEVEL_FIELDS = ['apiVersion', 'kind', 'metadata', 'spec', 'status'] as const;
-export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens', 'closed', 'subjects', 'public'] as const;
+export const SPEC_FIELDS = ['topicHierarchy', 'metadataId', 'path', 'tokens', 'closed', 'subjects', 'networks', 'public'] as const;
 /** The spec fields besides the scope's (SpecFields). */
-const SPEC_EXTRA_FIELDS = ['tokens', 'closed', 'subjects', 'public'] as const;
+const SPEC_EXTRA_FIELDS = ['tokens', 'closed', 'subjects', 'networks', 'public'] as const;
 /** Spec fields that must be stated: an empty token list is a statement, a missing one may be a typo. */
 export const REQUIRED_SPEC_FIELDS = ['tokens'] as const;
 export const TOKEN_FIELDS = ['id', 'hash', 'description', 'createdAt', 'expiresAt'] as const;
-export const STATUS_FIELDS = ['observedGeneration', 'state', 'scope', 'kind', 'tokens', 'activeTokens', 'subjects', 'mergedWith', 'conditions'] as const;
+export const NETWORK_FIELDS = ['cidr', 'description'] as const;
+export const STATUS_FIELDS = ['observedGeneration', 'state', 'scope', 'kind', 'tokens', 'activeTokens', 'subjects', 'networks', 'mergedWith', 'conditions'] as const;
 export const CONDITION_FIELDS = ['type', 'status', 'reason', 'message', 'observedGeneration', 'lastTransitionTime'] as const;
 
 /** Holds only when the two key sets are the same: a field added to a type but not to its list fails to compile. */
@@ -181,8 +202,9 @@ type SameKeys<A extends PropertyKey, B extends PropertyKey> = [A] extends [B] ? 
 const specFieldsAreTheSpec: SameKeys<(typeof SPEC_FIELDS)[number], keyof ProtectedScopeSpec> = true;
 const extraFieldsAreTheFields: SameKeys<(typeof SPEC_EXTRA_FIELDS)[number], keyof SpecFields> = true;
 const tokenFieldsAreTheRecord: SameKeys<(typeof TOKEN_FIELDS)[number], keyof TokenRecord> = true;
+const networkFieldsAreTheRecord: SameKeys<(typeof NETWORK_FIELDS)[number], keyof NetworkRecord> = true;
 const statusFieldsAreTheStatus: SameKeys<(typeof STATUS_FIELDS)[number], keyof ProtectedScopeStatus> = true;
-void [specFieldsAreTheSpec, extraFieldsAreTheFields, tokenFieldsAreTheRecord, statusFieldsAreTheStatus];
+void [specFieldsAreTheSpec, extraFieldsAreTheFields, tokenFieldsAreTheRecord, networkFieldsAreTheRecord, statusFieldsAreTheStatus];
 
 type StatusField = (typeof STATUS_FIELDS)[number];
 
@@ -195,13 +217,14 @@ function inOrder<T extends object>(from: T, fields: readonly (keyof T)[]): T {
 
 /**
  * The spec with its keys in SPEC_FIELDS order (token records in TOKEN_FIELDS order, subjects in SUBJECT_FIELDS
- * order) and every field kept: the API server hands objects back with sorted keys, and a manifest written from
- * either backend should read the same. `tokens` is always stated (REQUIRED_SPEC_FIELDS).
+ * order, networks in NETWORK_FIELDS order) and every field kept: the API server hands objects back with sorted keys,
+ * and a manifest written from either backend should read the same. `tokens` is always stated (REQUIRED_SPEC_FIELDS).
  */
 export function orderedSpec(spec: ProtectedScopeSpec): ProtectedScopeSpec {
   const tokens = (spec.tokens ?? []).map((t) => inOrder(t, TOKEN_FIELDS));
   const subjects = spec.subjects?.map((s) => inOrder(s, SUBJECT_FIELDS));
-  return inOrder({ ...spec, tokens, ...(subjects !== undefined ? { subjects } : {}) }, SPEC_FIELDS);
+  const networks = spec.networks?.map((n) => inOrder(n, NETWORK_FIELDS));
+  return inOrder({ ...spec, tokens, ...(subjects !== undefined ? { subjects } : {}), ...(networks !== undefined ? { networks } : {}) }, SPEC_FIELDS);
 }
 
 /**
@@ -271,6 +294,7 @@ export function validateProtectedScope(obj: unknown): Result<ProtectedScope, Fie
   if (spec.closed !== undefined && typeof spec.closed !== 'boolean') fail('spec.closed', 'must be true or false');
   validateTokens(spec.tokens, fail, scopeNamed(spec, present));
   validateSubjects(spec.subjects, fail);
+  validateNetworks(spec.networks, fail);
   validatePublic(spec, fail);
   return errors.length > 0 ? err(errors) : ok(obj as unknown as ProtectedScope);
 }
@@ -335,6 +359,7 @@ function validatePublic(spec: Record<string, unknown>, fail: (field: string, mes
   const contradictions = [
     Array.isArray(spec.tokens) && spec.tokens.length > 0 ? 'tokens' : '',
     Array.isArray(spec.subjects) && spec.subjects.length > 0 ? 'subjects' : '',
+    Array.isArray(spec.networks) && spec.networks.length > 0 ? 'networks' : '',
     spec.closed === true ? 'closed: true' : '',
   ].filter((c) => c !== '');
   if (contradictions.length > 0) fail('spec.public', `a public scope cannot have ${contradictions.join(', ')} (it would be open and closed at once)`);
@@ -354,6 +379,27 @@ function validateSubjects(subjects: unknown, fail: (field: string, message: stri
     const key = subjectKey(checked.value);
     if (seen.has(key)) fail(at, `duplicate subject ${checked.value.kind} ${checked.value.name}`);
     seen.add(key);
+  });
+}
+
+/** At most 256 networks, each a canonical CIDR (core/network.ts, the CRD's CEL rule) listed once, with an optional description. */
+function validateNetworks(networks: unknown, fail: (field: string, message: string) => void): void {
+  if (networks === undefined) return;
+  if (!Array.isArray(networks)) return fail('spec.networks', 'must be a list');
+  if (networks.length > MAX_NETWORKS_PER_OBJECT) fail('spec.networks', `must have at most ${MAX_NETWORKS_PER_OBJECT} items`);
+  const seen = new Set<string>();
+  networks.forEach((x: unknown, i) => {
+    const at = `spec.networks[${i}]`;
+    if (!isRecord(x)) return fail(at, 'must be an object');
+    unknownFields(x, NETWORK_FIELDS, at, fail);
+    if (typeof x.cidr !== 'string' || x.cidr.length > MAX_CIDR_LENGTH) return fail(`${at}.cidr`, `must be a network ADDRESS/PREFIX of at most ${MAX_CIDR_LENGTH} characters`);
+    const parsed = parseNetwork(x.cidr);
+    if (!parsed.ok) fail(`${at}.cidr`, parsed.error);
+    else if (seen.has(x.cidr)) fail(`${at}.cidr`, `duplicate network ${x.cidr}`);
+    seen.add(x.cidr);
+    if (x.description !== undefined && (typeof x.description !== 'string' || x.description.length > MAX_DESCRIPTION_LENGTH)) {
+      fail(`${at}.description`, `must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters`);
+    }
   });
 }
 

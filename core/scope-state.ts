@@ -1,6 +1,6 @@
 /**
  * Whether a scope is closed, and why (docs/access-rules.md): while it has a token record (expired ones
- * included), while it grants a subject (an identity of the OpenID provider), while an object says
+ * included), while it grants a subject (an identity of the OpenID provider) or a network (clients by address), while an object says
  * `closed: true`, or, for a path scope (process execution, stations writes), by default until a token grants it,
  * unless svc-auth runs with `--open-paths-by-default`. The operator's status, its Events and the CLI all say it the
  * same way: in the words of whyClosed below, and nowhere else.
@@ -12,7 +12,7 @@ import { isPrefixPath, type Scope } from './scope.js';
  * Why a closed scope is closed: a token record, a subject, `closed: true`, the default of path scopes, or (for a
  * scope declared public) another scope with a grant that covers its requests, which public never opens.
  */
-export type ClosedBy = 'tokens' | 'subjects' | 'flag' | 'default' | 'covered';
+export type ClosedBy = 'tokens' | 'subjects' | 'networks' | 'flag' | 'default' | 'covered';
 
 /**
  * Whether a scope is open or closed, the one spelling of it: `status.state`, the `state` label of
@@ -33,8 +33,8 @@ type ClosedState = Extract<ScopeState, { state: 'Closed' }>;
 /**
  * Why a scope is closed, written once for every report: `svc auth show` (its STATE column and describeState), the
  * CLI's answers to close, open, public and remove-token(s), the operator's Ready message and its ScopeClosed Event.
- * `reason` says it in words; `tag` is the word a table cell has room for (`Closed (default)`), absent for tokens and
- * subjects, which the counts beside the state say.
+ * `reason` says it in words; `tag` is the word a table cell has room for (`Closed (default)`), absent for tokens,
+ * subjects and networks, which the counts beside the state say.
  */
 export function whyClosed(s: Pick<ClosedState, 'by' | 'governing'>): { readonly reason: string; readonly tag?: string } {
   switch (s.by) {
@@ -42,6 +42,8 @@ export function whyClosed(s: Pick<ClosedState, 'by' | 'governing'>): { readonly 
       return { reason: 'it has tokens' };
     case 'subjects':
       return { reason: 'it grants subjects' };
+    case 'networks':
+      return { reason: 'it grants networks' };
     case 'flag':
       return { reason: 'closed: true', tag: 'closed: true' };
     case 'default':
@@ -54,7 +56,7 @@ export function whyClosed(s: Pick<ClosedState, 'by' | 'governing'>): { readonly 
   }
 }
 
-/** ` (why)` after a closed state's counts, where they do not say it (whyClosed); '' where they do (tokens, subjects). */
+/** ` (why)` after a closed state's counts, where they do not say it (whyClosed); '' where they do (tokens, subjects, networks). */
 export function closedAside(s: Pick<ClosedState, 'by' | 'governing'>): string {
   const why = whyClosed(s);
   return why.tag !== undefined ? ` (${why.reason})` : '';
@@ -63,11 +65,12 @@ export function closedAside(s: Pick<ClosedState, 'by' | 'governing'>): string {
 /**
  * Prefix paths (`wis2downloader`) are open until their first token, like topics: only process execution, stations
  * writes and unsafe requests on `<api prefix>/jobs` are closed by default. A public flag never opens what tokens,
- * subjects or closed close (and the caller passes it only where public is allowed: path-scope.ts publicRefusal).
+ * subjects, networks or closed close (and the caller passes it only where public is allowed: path-scope.ts publicRefusal).
  */
-export function stateOf(scope: Scope, tokens: number, closedFlag: boolean, openPathsByDefault: boolean, subjects = 0, publicFlag = false, prefixes: PathPrefixes = DEFAULT_PREFIXES): ScopeState {
+export function stateOf(scope: Scope, tokens: number, closedFlag: boolean, openPathsByDefault: boolean, subjects = 0, publicFlag = false, prefixes: PathPrefixes = DEFAULT_PREFIXES, networks = 0): ScopeState {
   if (tokens > 0) return { state: 'Closed', by: 'tokens' };
   if (subjects > 0) return { state: 'Closed', by: 'subjects' };
+  if (networks > 0) return { state: 'Closed', by: 'networks' };
   if (closedFlag) return { state: 'Closed', by: 'flag' };
   if (publicFlag && scope.kind === 'path') return { state: 'Open', public: true };
   if (scope.kind === 'path' && !openPathsByDefault && (!isPrefixPath(scope.value) || isJobsPath(scope.value, prefixes))) return { state: 'Closed', by: 'default' };
@@ -75,12 +78,13 @@ export function stateOf(scope: Scope, tokens: number, closedFlag: boolean, openP
 }
 
 /**
- * `Closed, 2 tokens`, `Closed, 0 tokens, 1 subject`, `Closed, 0 tokens (closed: true)`, `Closed, 0 tokens (closed by
- * default: ...)`, `Open, 0 tokens`: the counts, and why it is closed where they do not say it (whyClosed). Subjects
- * are named only when there are some.
+ * `Closed, 2 tokens`, `Closed, 0 tokens, 1 subject`, `Closed, 0 tokens, 2 networks`, `Closed, 0 tokens (closed: true)`,
+ * `Closed, 0 tokens (closed by default: ...)`, `Open, 0 tokens`: the counts, and why it is closed where they do not say
+ * it (whyClosed). Subjects and networks are named only when there are some.
  */
-export function describeState(s: ScopeState, tokens: number, subjects = 0): string {
-  const count = `${tokens} token${tokens === 1 ? '' : 's'}${subjects > 0 ? `, ${subjects} subject${subjects === 1 ? '' : 's'}` : ''}`;
+export function describeState(s: ScopeState, tokens: number, subjects = 0, networks = 0): string {
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  const count = [plural(tokens, 'token'), ...(subjects > 0 ? [plural(subjects, 'subject')] : []), ...(networks > 0 ? [plural(networks, 'network')] : [])].join(', ');
   if (s.state === 'Open') return s.public ? 'Open, public (every method)' : `Open, ${count}`;
   return `Closed, ${count}${closedAside(s)}`;
 }

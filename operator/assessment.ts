@@ -14,6 +14,7 @@ import {
   isDateTime,
   isTokenHash,
   mergeSubjects,
+  parseNetwork,
   publicRefusal,
   refusedPathForm,
   type PathPrefixes,
@@ -26,6 +27,7 @@ import {
   validateProtectedScope,
   withSpec,
   type FieldError,
+  type NetworkRecord,
   type ProtectedScope,
   type Scope,
   type TokenRecord,
@@ -111,10 +113,26 @@ export function assess(obj: ProtectedScope, prefixes: PathPrefixes = DEFAULT_PRE
   const checkedSubjects = listOf(spec.subjects).map((x) => (isRecord(x) ? checkSubject(x.kind, x.name) : undefined));
   const subjects = mergeSubjects([checkedSubjects.flatMap((c) => (c?.ok ? [c.value] : []))]);
   const badSubject = checkedSubjects.some((c) => !c?.ok);
+  const { networks, badNetwork } = sanitizedNetworks(spec.networks);
   // `closed: true` survives the sanitizing: an invalid object never opens what it closed.
-  const closed = spec.closed === true || badSubject;
-  const sanitized = { ...obj, spec: specFor(scope, { tokens, ...(closed ? { closed: true } : {}), ...(subjects.length > 0 ? { subjects } : {}) }) };
-  return { valid: false, obj, name, scope, errors, sanitized };
+  const closed = spec.closed === true || badSubject || badNetwork;
+  const kept = { tokens, ...(closed ? { closed: true } : {}), ...(subjects.length > 0 ? { subjects } : {}), ...(networks.length > 0 ? { networks } : {}) };
+  return { valid: false, obj, name, scope, errors, sanitized: { ...obj, spec: specFor(scope, kept) } };
+}
+
+/**
+ * Networks as for subjects: a readable one (a canonical CIDR) still grants, each once; an unreadable one grants
+ * nothing and keeps the scope closed (`badNetwork`: compiled as closed: true), so it never opens what it closed.
+ */
+function sanitizedNetworks(raw: unknown): { networks: NetworkRecord[]; badNetwork: boolean } {
+  const byCidr = new Map<string, NetworkRecord>();
+  let badNetwork = false;
+  for (const x of listOf(raw)) {
+    const parsed = isRecord(x) && typeof x.cidr === 'string' ? parseNetwork(x.cidr) : undefined;
+    if (parsed?.ok) byCidr.set(parsed.value.cidr, { cidr: parsed.value.cidr });
+    else badNetwork = true;
+  }
+  return { networks: [...byCidr.values()], badNetwork };
 }
 
 /** One token record of an invalid object: as it is when readable, else an expired placeholder that grants nothing. */

@@ -62,6 +62,17 @@ describe('computeDesired', () => {
     expect(compileSnapshot(c.included).lines).toEqual(['{"kind":"topic","value":"origin.a","tokens":[],"subjects":[{"kind":"User","name":"alice"},{"kind":"Group","name":"ops"}]}']);
   });
 
+  it('counts networks: a scope with only networks is Closed (it grants networks) and in the snapshot with them', () => {
+    const c = computeDesired([ps('n', { topicHierarchy: 'origin.a', networks: [{ cidr: '203.0.113.7/32', description: 'Global Cache' }, { cidr: '2001:db8::/32' }] })], NOW);
+    expect(c.desired.get('n')!.status).toMatchObject({ state: 'Closed', tokens: 0, networks: 2 });
+    expect(c.desired.get('n')!.status.subjects).toBeUndefined();
+    expect(c.closedBy.get('topic:origin.a')).toBe('networks');
+    expect(c.desired.get('n')!.status.conditions![0]!.message).toMatch(/this object has 0 tokens \(0 active\) and 2 networks/);
+    expect(compileSnapshot(c.included).lines).toEqual(['{"kind":"topic","value":"origin.a","tokens":[],"networks":["2001:db8::/32","203.0.113.7/32"]}']);
+    const both = computeDesired([ps('b', { topicHierarchy: 'origin.a', subjects: [{ kind: 'User', name: 'alice' }], networks: [{ cidr: '203.0.113.7/32' }] })], NOW);
+    expect(both.desired.get('b')!.status.conditions![0]!.message).toMatch(/and 1 subject and 1 network/);
+  });
+
   it('an invalid subject never opens what it closed: the valid ones still grant, the scope stays closed', () => {
     const c = computeDesired([ps('s', { topicHierarchy: 'origin.a', subjects: [{ kind: 'User', name: 'alice' }, { kind: 'Robot', name: 'r2' }] })], NOW);
     const status = c.desired.get('s')!.status;
@@ -186,11 +197,13 @@ describe('statusEquals / statusPatch', () => {
   });
 
   it('compares and patches every status field the CRD declares (status.subjects included)', () => {
-    const full: Required<ScopeStatus> = { ...base, subjects: 2, mergedWith: ['x'] } as Required<ScopeStatus>;
+    const full: Required<ScopeStatus> = { ...base, subjects: 2, networks: 3, mergedWith: ['x'] } as Required<ScopeStatus>;
     expect(Object.keys(statusPatch(full)).sort()).toEqual([...STATUS_FIELDS].sort());
     for (const f of STATUS_FIELDS) expect(statusPatch(full)[f]).not.toBeNull();
     expect(statusEquals(full, { ...full, subjects: 3 })).toBe(false);
     expect(statusPatch({ ...base }).subjects).toBeNull();
+    expect(statusEquals(full, { ...full, networks: 4 })).toBe(false);
+    expect(statusPatch({ ...base }).networks).toBeNull();
   });
 
   it('writes the subjects count into the desired status of an object that grants subjects', () => {

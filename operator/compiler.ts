@@ -13,6 +13,7 @@ import {
   generationOf,
   publicByFlag,
   subjectsOf,
+  networksOf,
   type AccessIndex,
   type ClosedBy,
   type OpenOrClosed,
@@ -170,6 +171,7 @@ export class Compiler {
       const own = {
         tokens: entries.reduce((n, e) => n + e.tokenCount, 0),
         subjects: sanitized.reduce((n, o) => n + subjectsOf(o).length, 0),
+        networks: new Set(sanitized.flatMap((o) => networksOf(o).map((x) => x.cidr))).size,
         closedFlag: sanitized.some((o) => o.spec.closed === true),
         public: sanitized.some(publicByFlag),
       };

@@ -3,7 +3,7 @@
  * in the API server already says it: every status field core declares (statusPatchOf), with the
  * Ready condition's transition time moving only when its status does.
  */
-import { closedAside, formatFieldErrors, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type Condition, type OpenOrClosed, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
+import { closedAside, formatFieldErrors, networksOf, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type Condition, type OpenOrClosed, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
 import type { ObjectEntry } from './assessment.js';
 
 /** The status the operator writes (the CRD's status schema). */
@@ -42,7 +42,8 @@ export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, fa
   const state = facts.scopeStates.get(key) ?? 'Open';
   const others = (facts.scopeObjects.get(key) ?? []).filter((n) => n !== name);
   const subjects = subjectsOf(a.sanitized).length;
-  const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, subjects, others.length, facts.coveredBy?.get(key));
+  const networks = networksOf(a.sanitized).length;
+  const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, { subjects, networks }, others.length, facts.coveredBy?.get(key));
   const condition =
     !a.valid
       ? ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary})`.slice(0, 2000))
@@ -61,6 +62,7 @@ export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, fa
       tokens: e.tokenCount,
       activeTokens: active,
       ...(subjects > 0 ? { subjects } : {}),
+      ...(networks > 0 ? { networks } : {}),
       conditions: [condition],
       ...(others.length > 0 ? { mergedWith: others } : {}),
     },
@@ -80,10 +82,11 @@ function readyCondition(o: ProtectedScope, objectGeneration: number | undefined,
   });
 }
 
-/** The Ready message: the scope's state and why, this object's tokens and subjects, the objects it shares the scope with. */
-function summaryOf(state: OpenOrClosed, by: ClosedBy | undefined, tokens: number, active: number, subjects: number, others: number, coveredBy?: readonly string[]): string {
+/** The Ready message: the scope's state and why, this object's tokens, subjects and networks, the objects it shares the scope with. */
+function summaryOf(state: OpenOrClosed, by: ClosedBy | undefined, tokens: number, active: number, grants: { subjects: number; networks: number }, others: number, coveredBy?: readonly string[]): string {
   const reason = state === 'Closed' && by !== undefined ? closedAside({ by, governing: coveredBy }) : '';
-  const granted = subjects > 0 ? ` and ${subjects} subject${subjects === 1 ? '' : 's'}` : '';
+  const count = (n: number, word: string) => (n > 0 ? ` and ${n} ${word}${n === 1 ? '' : 's'}` : '');
+  const granted = `${count(grants.subjects, 'subject')}${count(grants.networks, 'network')}`;
   const merged = others > 0 ? `; merged with ${others} other object${others === 1 ? '' : 's'} for the same scope` : '';
   return `scope ${state}${reason}; this object has ${tokens} token${tokens === 1 ? '' : 's'} (${active} active)${granted}${merged}`;
 }

@@ -89,6 +89,8 @@ function answers(flavour: Flavour, cacheMaxAge: number) {
     noToken: canned(flavour, 401, [WWW, BEARER_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     invalidToken: canned(flavour, 401, [WWW, INVALID_TOKEN_CHALLENGE], 'Unauthorized', 'The token is unknown, expired or malformed.'),
     insufficientScope: canned(flavour, 403, [], 'Forbidden', 'The token is not valid for this resource.'),
+    /** A browser session's unsafe request without same-origin evidence (the CSRF rule). */
+    crossSite: canned(flavour, 403, [], 'Forbidden', 'A browser session does not grant a cross-site request that changes data.'),
     malformed: canned(flavour, nginx ? 403 : 400, [], nginx ? 'Forbidden' : 'Bad Request', 'The request path cannot be evaluated safely.'),
     unavailable: canned(flavour, nginx ? 403 : 503, [], nginx ? 'Forbidden' : 'Service Unavailable', 'Access control is not ready; nothing is allowed.'),
   };

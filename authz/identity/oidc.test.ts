@@ -162,6 +162,17 @@ describe('OidcVerifier', () => {
     expect(await verifier.verify(await idp.sign(stranger), idp.issuer)).toMatchObject({ ok: false, reason: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' });
   });
 
+  it('a sign-in ID token: verified the same way but for the sign-in client id, and never cached for bearer use', async () => {
+    const idToken = await idp.sign(k1, {}, { aud: 'svc-browser' });
+    expect(await verifier.verifyIdToken(idToken, idp.issuer, 'svc-browser')).toMatchObject({ ok: true, identity: { user: `${idp.issuer}#alice`, groups: ['ops', 'staff'] } });
+    // The same token as a bearer: the bearer audience applies (and nothing was cached that would skip it).
+    expect(await verifier.verify(idToken, idp.issuer)).toMatchObject({ ok: false, reason: 'ERR_JWT_CLAIM_VALIDATION_FAILED' });
+    expect(verifier.known(idToken, 'bearer')).toBeUndefined();
+    expect(await verifier.verifyIdToken(await idp.sign(k1), idp.issuer, 'svc-browser')).toMatchObject({ ok: false, reason: 'ERR_JWT_CLAIM_VALIDATION_FAILED' });
+    expect(await verifier.verifyIdToken(await idp.sign(k1, {}, { aud: 'svc-browser', exp: Math.floor(Date.now() / 1000) - 120 }), idp.issuer, 'svc-browser')).toMatchObject({ ok: false, reason: 'ERR_JWT_EXPIRED' });
+    expect(await verifier.verifyIdToken(idToken, 'https://other.example.org', 'svc-browser')).toMatchObject({ ok: false, reason: 'issuer not configured' });
+  });
+
   it('a flood of unknown kids fetches the JWKS at most once per cooldown', async () => {
     const before = idp.jwksRequests;
     for (let i = 0; i < 50; i++) {

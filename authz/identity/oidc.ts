@@ -198,6 +198,11 @@ export class OidcVerifier {
     if (this.timer) clearInterval(this.timer);
   }
 
+  /** Fetches an issuer's keys now, whatever the cooldown (the sign-in found the provider back after an outage). */
+  refresh(issuer: string): Promise<void> {
+    return this.byIssuer.get(issuer)?.refresh() ?? Promise.resolve();
+  }
+
   /**
    * Successful verifications: a browser session or a script sends the same ID token on every request, and an
    * RSA verification costs about five times a whole token answer. Keyed by the JWT's last 32 characters (24
@@ -232,6 +237,17 @@ export class OidcVerifier {
     return outcome;
   }
 
+  /**
+   * A sign-in's ID token (authz/sign-in): verified exactly as a bearer JWT of `issuer` (keys, algorithms, times,
+   * required claims, email_verified, names and prefixes) but for `audience`, the sign-in client id. Never kept in
+   * the cache of verifications: a bearer JWT is found there without its audience being checked again.
+   */
+  async verifyIdToken(jwt: string, issuer: string, audience: string): Promise<VerifyOutcome> {
+    const keys = this.byIssuer.get(issuer);
+    if (!keys) return { ok: false, reason: 'issuer not configured' };
+    return this.verifyFully(jwt, keys, [audience]);
+  }
+
   private remember(entry: CachedVerification): void {
     if (this.verified.size >= MAX_CACHED_VERIFICATIONS || this.cachedChars + entry.jwt.length > MAX_CACHED_CHARS) {
       this.verified.clear();
@@ -241,12 +257,12 @@ export class OidcVerifier {
     this.verified.set(tailOf(entry.jwt), entry);
   }
 
-  private async verifyFully(jwt: string, keys: IssuerKeys): Promise<VerifyOutcome> {
+  private async verifyFully(jwt: string, keys: IssuerKeys, audiences: readonly string[] = keys.config.audiences): Promise<VerifyOutcome> {
     let payload: JWTPayload;
     try {
       payload = await verifySignature(jwt, keys.getKey, {
         issuer: keys.issuer,
-        audience: [...keys.config.audiences],
+        audience: [...audiences],
         algorithms: [...ALLOWED_ALGORITHMS],
         clockTolerance: CLOCK_SKEW_SECONDS,
         requiredClaims: ['exp', 'iat'],

@@ -4,7 +4,7 @@
  * one must be (the decision then answers later: ./exchange.ts), answer in the proxy's flavour, then record the
  * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
  */
-import { decide, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
+import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from '../http/answers.js';
 import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
 import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
@@ -14,6 +14,7 @@ import { ImportedCheck } from './imported-check.js';
 import type { ImportedTokens } from '../imported/imported-tokens.js';
 import { jwtExpOf, type OidcVerifier } from '../identity/oidc.js';
 import type { ServingState } from './serving-state.js';
+import { BrowserCheck, type BrowserOptions } from './browser-check.js';
 
 /** What the pipeline decides with, and where it records its answers (Books: metrics, logger, usage, refusals). */
 export interface AuthContext extends Books {
@@ -26,6 +27,8 @@ export interface AuthContext extends Books {
   readonly oidc?: Pick<OidcVerifier, 'verify'>;
   /** Verifies tokens imported from wis2box-auth (PBKDF2), bounded and remembered; absent: they never grant. */
   readonly imported?: ImportedTokens;
+  /** Browser sign-in: sessions as credentials, navigations sent to sign in; absent: neither. */
+  readonly browser?: BrowserOptions;
 }
 
 /** No index in service yet: nothing is allowed. */
@@ -46,6 +49,9 @@ class AuthPipeline {
   private readonly answers: ReturnType<typeof answerSets>;
   private readonly books: Bookkeeping;
   private readonly imported: ImportedCheck | undefined;
+  private readonly browser: BrowserCheck | undefined;
+  /** The configuration decide runs with: the context's, and the browser session hook when sign-in is on. */
+  private readonly access: AccessConfig;
   /** One reused reader: the handler runs to completion before the next request is read. */
   private readonly headers = new ContractHeaders();
 
@@ -53,6 +59,8 @@ class AuthPipeline {
     this.answers = answerSets(ctx.cacheMaxAge);
     this.books = new Bookkeeping(ctx);
     this.imported = ctx.imported && new ImportedCheck(ctx.imported, () => ctx.state.index, ctx.access);
+    this.browser = ctx.browser && new BrowserCheck(ctx.browser, ctx.access, () => ctx.state.index);
+    this.access = this.browser ? { ...ctx.access, browserSession: this.browser.hook } : ctx.access;
   }
 
   handle(req: HeadRequest, res: HeadResponse): boolean {
@@ -80,10 +88,24 @@ class AuthPipeline {
     if (!reading.ok) return decidedNow({ outcome: 'malformed', reason: reading.reason });
     x.reading = reading;
     if (reading.method !== null && !isToken(reading.method)) return decidedNow({ outcome: 'malformed', reason: 'no valid original method' });
-    const d = decide(index, this.ctx.access, reading, x.at);
+    const d = this.decide(contract, req, reading, x, index);
     if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, reading));
+    // No explicit credential to a closed scope and a session cookie not seen before: opened, then decided.
+    const opening = this.browser?.toOpen(d, reading, x);
+    if (opening !== undefined) return opening;
     this.books.decidedInOnePass(d);
     return this.imported === undefined ? decidedNow(d) : this.imported.check(d, reading, index, x.at);
+  }
+
+  /** decide, with the browser session hook pointed at this request when sign-in is on. */
+  private decide(contract: Contract<EndpointName>, req: HeadRequest, reading: Described, x: Exchange, index: AccessIndex): Decision | VerifyJwt {
+    if (this.browser === undefined) return decide(index, this.access, reading, x.at);
+    this.browser.begin(contract.endpoint, req, reading, x);
+    try {
+      return decide(index, this.access, reading, x.at);
+    } finally {
+      this.browser.end();
+    }
   }
 
   /** The contract's reading of the request; a misdirected proxy is recorded. */
@@ -147,13 +169,19 @@ class AuthPipeline {
       case 'granted':
         return sendGranted(res, set, d.scopeKey, d.tokenId, d.expiresAt, x.at);
       case 'granted-identity':
-        // Granted until exp plus the skew, cacheable only until exp itself.
-        return sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, jwtExpOf(d.expiresAt), x.at);
-      case 'no-token':
-        return sendAnswer(res, d.area === 'waf' ? set.noTokenWaf : set.noToken);
+        // A JWT: granted until exp plus the skew, cacheable only until exp itself. A session: never cacheable (an
+        // auth cache keys on Authorization and ?token=, not on cookies: the next anonymous request would get it).
+        return sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.carrier === 'session' ? x.at : jwtExpOf(d.expiresAt), x.at);
+      case 'no-token': {
+        const challenge = d.area === 'waf' ? set.noTokenWaf : set.noToken;
+        if (x.browser?.navigation) return this.browser!.sendSignIn(res, set, x.browser, challenge);
+        return sendAnswer(res, challenge);
+      }
       case 'invalid-token':
         return sendAnswer(res, set.invalidToken);
       case 'insufficient-scope':
+        if (d.crossSite) return sendAnswer(res, set.crossSite);
+        if (d.carrier === 'session' && x.browser?.navigation) return this.browser!.sendDenied(res, set, x.browser, d.user!, keysOf(d.governing));
         return sendInsufficientScope(res, set, keysOf(d.governing));
       case 'malformed':
         return sendAnswer(res, set.malformed);

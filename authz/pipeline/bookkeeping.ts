@@ -31,6 +31,7 @@ export function outcomeOf(d: Decision): AnswerOutcome {
 
 /** A decision on an identity (a JWT of the verifier's cache): granted, not granted, or expired since. */
 function isKnownJwtDecision(d: Decision): boolean {
+  if ((d.outcome === 'granted-identity' || d.outcome === 'insufficient-scope') && d.carrier === 'session') return false;
   return d.outcome === 'granted-identity' || (d.outcome === 'insufficient-scope' && d.issuer !== undefined) || (d.outcome === 'invalid-token' && d.why === 'jwt');
 }
 
@@ -78,7 +79,7 @@ function refusalOf(endpoint: EndpointName, d: Decision | null, outcome: AnswerOu
   if (d === null) return { endpoint, outcome };
   switch (d.outcome) {
     case 'insufficient-scope':
-      return { endpoint, outcome, scope: summaryScope(d), tokenId: d.tokenId, issuer: d.issuer, user: d.user };
+      return { endpoint, outcome, scope: summaryScope(d), tokenId: d.tokenId, issuer: d.issuer, user: d.user, why: d.crossSite ? 'cross-site' : d.carrier === 'session' ? 'session' : undefined };
     case 'invalid-token':
       return { endpoint, outcome, scope: summaryScope(d), why: d.why, tokenId: d.tokenId };
     case 'no-token':

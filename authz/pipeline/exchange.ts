@@ -6,6 +6,7 @@ import type { Decision } from '../../core/index.js';
 import type { AnswerSet } from '../http/answers.js';
 import type { EndpointName, Reading } from '../endpoints/index.js';
 import type { HeadResponse } from '../http/http-front.js';
+import type { BrowserView } from './browser-check.js';
 
 /** A request the endpoint's contract could read as one original request. */
 export type Described = Extract<Reading, { ok: true }>;
@@ -22,6 +23,10 @@ export interface Exchange {
   at: number;
   /** The original request, once the contract has read it; undefined when it could not be. */
   reading: Described | undefined;
+  /** Set when sign-in is configured and a request to a closed scope carried no explicit credential (./browser-check.ts). */
+  browser?: BrowserView;
+  /** A session cookie not opened before: decided once it is (./browser-check.ts). */
+  unopened?: { readonly value: string; readonly sameOrigin: boolean };
 }
 
 /**

@@ -10,14 +10,17 @@
 // an RSA verification: BENCH_FIRST_SEEN requests per round, default 4000, signed before the round), and (b) again
 // while the snapshot is reloaded back to back. Targets: (b) and (d) at least 0.8x the baseline's requests/s, (b)
 // with a p99 at most 2x the baseline's; p99 during reloads at most 3x steady. (e) is reported, p99 included,
-// without a target.
+// without a target. Then ./session.ts: a browser session cookie (a real sign-in through an OpenID provider's code
+// flow) deciding the group-granted scope, against the baseline (≥ 0.8x) and against oauth2-proxy's /oauth2/auth for
+// its own session cookie (svc-auth ÷ oauth2-proxy ≥ 1.0, p99 of each beside it).
 //
 // Environment: BENCH_DURATION (seconds per measured run, default 4), BENCH_ROUNDS (default 3),
 // BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null),
 // BENCH_AUTH_DIST (1: run dist/authz/main.js, 0: the sources through tsx; default: dist/ when it is current),
 // BENCH_AUTH_NODE_FLAGS (node options for svc-auth; default: those of its bin's shebang, as deployed),
 // BENCH_CASES (comma-separated subset of baseline,open,valid,wrong,jwt,jwtFirst,reload; default all: targets whose cases
-// did not run are reported as not run, and the run fails).
+// did not run are reported as not run, and the run fails), BENCH_SESSION (0: leave out the session-cookie section of
+// ./session.ts, svc-auth's browser session against oauth2-proxy's, which builds oauth2-proxy into the tool cache).
 import { KeyObject, pbkdf2Sync, randomBytes, sign } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,6 +38,7 @@ import { waitUntil } from '../../test/support/wait.js';
 import { median, metricValue } from '../support/figures.js';
 import { cpuMs, hasTaskset, pinned, pinSelf, svcAuthNodeFlags } from '../support/processes.js';
 import { benchScopes, KNOWN_SCOPE, PROTECTED_PATH, SCOPES, TOKENS_PER_SCOPE, tokenRecord, withOneMoreToken } from '../support/scopes.js';
+import { sessionBench } from './session.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -150,6 +154,11 @@ function builtIsCurrent(): { current: boolean; why: string } {
 
 /** The node options svc-auth runs with: BENCH_AUTH_NODE_FLAGS, else those of its bin's shebang, as deployed. */
 const nodeFlags = (): string[] => process.env.BENCH_AUTH_NODE_FLAGS?.split(' ').filter(Boolean) ?? svcAuthNodeFlags(ROOT);
+
+/** Node's arguments that run svc-auth, before its own: the node flags, then the build or the sources through tsx. */
+function authProgram(useDist: boolean): string[] {
+  return [...nodeFlags(), ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts'])];
+}
 
 // Supervised kills whatever still runs when the bench exits, a failed one included.
 const children: Supervised[] = [];
@@ -337,8 +346,7 @@ async function main(): Promise<void> {
   console.log(useDist ? '  svc-auth: node dist/authz/main.js (the build, as deployed)' : `  svc-auth: node --import tsx authz/main.ts (${build.why}; run "npm run build" to bench the build, which is faster)`);
   const spawnedAt = performance.now();
   const auth = spawnPinned('svc-auth', [
-    ...nodeFlags(),
-    ...(useDist ? ['dist/authz/main.js'] : ['--import', 'tsx', 'authz/main.ts']),
+    ...authProgram(useDist),
     '--snapshot-file', layout.file,
     '--listen', `127.0.0.1:${authPort}`,
     '--metrics-listen', `127.0.0.1:${metricsPort}`,
@@ -469,12 +477,19 @@ async function main(): Promise<void> {
   ];
   console.log('');
   for (const [label, pass] of targets) console.log(`${pass ? 'PASS' : 'FAIL'}  ${label}`);
+  // BENCH_SESSION=0 leaves the session-cookie cases (and oauth2-proxy's build) out: see ./session.ts.
+  const sessionOk = process.env.BENCH_SESSION === '0' ? true : await sessionBench({
+    rounds: ROUNDS, duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, pinned: hasTaskset,
+    run: async (url, headers, seconds, pid) => measure(await load(url, headers, seconds, pid)),
+    baseline: cases.baseline, authProgram: authProgram(useDist), spawnPinned, waitReady: (url) => waitFor(url, (s) => s === 200, 60_000),
+    snapshotFile: layout.file, protectedPath: fixture.protectedPath, group: JWT_GROUP, dir, logLevel: LOG_LEVEL,
+  });
   // BENCH_IMPORTED=0 leaves the imported-token cases out.
   const importedOk = process.env.BENCH_IMPORTED === '0' ? true : await importedBench(dir);
   await Promise.all(children.map((c) => c.stop('SIGKILL')));
   // Exit explicitly: a load generator's sockets to a server killed mid-request (the imported flood) can keep the
   // event loop alive, and a bench must stop by itself once it has printed its figures.
-  process.exit(targets.every(([, p]) => p) && importedOk ? 0 : 1);
+  process.exit(targets.every(([, p]) => p) && sessionOk && importedOk ? 0 : 1);
 }
 
 main().catch((e: unknown) => {

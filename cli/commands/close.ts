@@ -8,7 +8,7 @@ import { closedAside, closedByFlag, describeState, publicByFlag, scopeKey, state
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags, subjectCount } from './common.js';
+import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags, subjectCount, networkCount } from './common.js';
 import { withFlagCleared, withFlagSet } from './spec-flags.js';
 
 interface CloseOptions extends ScopeFlags {
@@ -32,8 +32,8 @@ async function setClosed(ctx: CommandContext, options: CloseOptions, close: bool
   const store = await ctx.openStore();
   const result = await store.update(scope, close ? closeMutation(scope, store.namespace) : openMutation());
   const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
-  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes);
-  const now = describeState(state, tokens);
+  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes, networkCount(result.objects));
+  const now = describeState(state, tokens, subjectCount(result.objects), networkCount(result.objects));
   if (options.output === 'text') {
     const did = result.written.length === 0 ? (close ? 'was already closed (closed: true)' : 'was not closed by closed: true') : close ? 'is closed (closed: true)' : 'no longer says closed: true';
     const why = close ? '' : staysClosed(state);
@@ -50,5 +50,5 @@ export const open = (ctx: CommandContext, options: CloseOptions): Promise<number
 /** Why a scope stays closed once opened, where the counts say it (what to remove); describeState says the rest. */
 function staysClosed(state: ScopeState): string {
   if (state.state !== 'Closed' || closedAside(state) !== '') return '';
-  return `: it stays closed (${whyClosed(state).reason}; remove them with ${state.by === 'tokens' ? 'remove-tokens' : 'remove-subject'})`;
+  return `: it stays closed (${whyClosed(state).reason}; remove them with ${state.by === 'tokens' ? 'remove-tokens' : state.by === 'networks' ? 'remove-network' : 'remove-subject'})`;
 }

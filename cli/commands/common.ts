@@ -1,4 +1,4 @@
-import { mergeSubjects, parseScopeUnder, SCOPE_FIELD, subjectsOf, type PathPrefixes, type ProtectedScope, type Scope, type ScopeConfig, type ScopeKind } from '../../core/index.js';
+import { mergeSubjects, networksOf, parseScopeUnder, SCOPE_FIELD, subjectsOf, type PathPrefixes, type ProtectedScope, type Scope, type ScopeConfig, type ScopeKind } from '../../core/index.js';
 import type { ScopeStore } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import type { Io } from '../io.js';
@@ -90,4 +90,9 @@ export async function tokenArgument(raw: string, io: Io): Promise<string> {
 /** The distinct subjects of a scope's objects (they close it as tokens do). */
 export function subjectCount(objects: readonly ProtectedScope[]): number {
   return mergeSubjects(objects.map(subjectsOf)).length;
+}
+
+/** The distinct networks of a scope's objects (they close it as tokens do). */
+export function networkCount(objects: readonly ProtectedScope[]): number {
+  return new Set(objects.flatMap((o) => networksOf(o).map((n) => n.cidr))).size;
 }

@@ -1,5 +1,5 @@
 // The GitOps recipe redirects `add-token --dry-run -o yaml` into the scope's file: whatever a valid
-// ProtectedScope holds (subjects, `closed`, labels, annotations, descriptions, expiries), the printed manifest
+// ProtectedScope holds (subjects, networks, `closed`, labels, annotations, descriptions, expiries), the printed manifest
 // must be that object plus the one new token, or the repository silently loses fields. Written with
 // fast-check over generated objects, read back with core's parser.
 import { afterAll, describe, expect, it } from '@jest/globals';
@@ -36,6 +36,10 @@ const record = fc.record({
   expiresAt: fc.option(fc.constant('2030-01-01T00:00:00Z'), { nil: undefined }),
 }).map(({ t, description, expiresAt }): TokenRecord => ({ ...t, ...(description !== undefined ? { description } : {}), ...(expiresAt !== undefined ? { expiresAt } : {}) }));
 const subject = fc.record({ kind: fc.constantFrom('User', 'Group'), name: fc.stringMatching(/^[a-z][a-z0-9.@-]{0,20}$/) }) as fc.Arbitrary<Subject>;
+const network = fc.record({
+  cidr: fc.constantFrom('203.0.113.7/32', '198.51.100.0/24', '2001:db8::/32', '2001:db8:7::/48'),
+  description: fc.option(fc.constantFrom('Global Cache', 'partner gateway'), { nil: undefined }),
+}).map(({ cidr, description }) => ({ cidr, ...(description !== undefined ? { description } : {}) }));
 const scopeValue = fc.constantFrom('origin.a.wis2.mw-met.data.core', 'origin.a.wis2.xx-met.data.core.weather');
 
 const object = fc.record({
@@ -43,15 +47,16 @@ const object = fc.record({
   tokens: fc.uniqueArray(record, { maxLength: 3, selector: (r) => r.hash }),
   closed: fc.option(fc.boolean(), { nil: undefined }),
   subjects: fc.option(fc.uniqueArray(subject, { minLength: 1, maxLength: 3, selector: (s) => `${s.kind}:${s.name}` }), { nil: undefined }),
+  networks: fc.option(fc.uniqueArray(network, { minLength: 1, maxLength: 3, selector: (n) => n.cidr }), { nil: undefined }),
   labels: fc.option(fc.constant({ team: 'data' }), { nil: undefined }),
   annotations: fc.option(fc.constant({ 'example.org/owner': 'partner desk' }), { nil: undefined }),
   // `public: true` is only valid on a path scope without tokens; false is a valid field everywhere.
   isPublic: fc.option(fc.constant(false), { nil: undefined }),
-}).map(({ value, tokens, closed, subjects, labels, annotations, isPublic }): ProtectedScope => ({
+}).map(({ value, tokens, closed, subjects, networks, labels, annotations, isPublic }): ProtectedScope => ({
   apiVersion: API_GROUP_VERSION,
   kind: KIND,
   metadata: { name: scopeObjectName({ kind: 'topic', value }), ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) },
-  spec: { topicHierarchy: value, tokens, ...(closed !== undefined ? { closed } : {}), ...(subjects ? { subjects } : {}), ...(isPublic !== undefined ? { public: isPublic } : {}) },
+  spec: { topicHierarchy: value, tokens, ...(closed !== undefined ? { closed } : {}), ...(subjects ? { subjects } : {}), ...(networks ? { networks } : {}), ...(isPublic !== undefined ? { public: isPublic } : {}) },
 }));
 
 describe('add-token --dry-run -o yaml keeps every field of the scope\'s object', () => {

@@ -1,4 +1,7 @@
-import { buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAs, decideImportedSync, describeState, scopeKey, type Decision, type Scope } from '../../core/index.js';
+import {
+  buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAnonymous, decideForScopeAs, decideImportedSync, describeState, entryOf, parseAddressInto, scopeKey,
+  type AccessIndex, type Decision, type Network, type Scope, type ScopeConfig,
+} from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
 import { followUp, scopeArgs, scopeConfigOf, scopeFromFlags, scopeJson, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
@@ -8,11 +11,13 @@ interface HasAccessOptions extends ScopeFlags {
   /** Ask for an identity instead of a token: the username claim and the groups claim's entries. */
   readonly user?: string;
   readonly group?: readonly string[];
+  /** Ask for a client address: a network of a governing scope grants it; else the token or identity decides. */
+  readonly from?: string;
 }
 
 interface AccessAnswer {
   readonly granted: boolean;
-  readonly outcome: Decision['outcome'];
+  readonly outcome: Decision['outcome'] | 'granted-network';
   readonly reason: string;
   /** The closed scopes whose tokens decide (empty when the scope is open). */
   readonly governing: readonly string[];
@@ -23,6 +28,9 @@ interface AccessAnswer {
   /** For an identity: the user asked about, and the group that granted, if a group did. */
   readonly user?: string;
   readonly group?: string;
+  /** For an address (--from): the address asked about, and the network that granted it, if one did. */
+  readonly address?: string;
+  readonly network?: string;
 }
 
 /** The decision as the CLI reports it; the wording names scopes and token ids, never the token. */
@@ -109,29 +117,74 @@ function refusalAnswer({ target, governing, by, via }: Wording, decision: Refusa
   }
 }
 
-/** The answer svc-auth would give for the scope's own data: the same snapshot compiler and decision. */
-export async function hasAccess(ctx: CommandContext, tokenArg: string | undefined, options: HasAccessOptions): Promise<number> {
-  const scope = scopeFromFlags(options, ctx);
+/** The checks made before the store is opened: one credential (or only an address), valid names, a valid address. */
+function checkArguments(ctx: CommandContext, tokenArg: string | undefined, options: HasAccessOptions): void {
   const groups = options.group ?? [];
-  if ((tokenArg === undefined) === (options.user === undefined)) {
+  if (tokenArg !== undefined && options.user !== undefined) {
     throw usageError(`${ctx.commandPath}: give either a token or --user USER (with --group GROUP for each of the user's groups)`);
+  }
+  if (tokenArg === undefined && options.user === undefined && options.from === undefined) {
+    throw usageError(`${ctx.commandPath}: give either a token or --user USER (with --group GROUP for each of the user's groups), or --from ADDRESS`);
   }
   if (options.user === undefined && groups.length > 0) throw usageError(`${ctx.commandPath}: --group goes with --user`);
   for (const [kind, name] of [['User', options.user], ...groups.map((g) => ['Group', g] as const)] as const) {
     const checked = name === undefined ? undefined : checkSubject(kind, name);
     if (checked && !checked.ok) throw usageError(`${ctx.commandPath}: ${JSON.stringify(name)}: ${checked.error}`);
   }
+  if (options.from !== undefined && parseAddressInto(options.from, new Uint32Array(4)) === 0) {
+    throw usageError(`--from: ${JSON.stringify(options.from.slice(0, 64))} is not an IP address (IPv4 or IPv6 as a proxy sees it: no port, no brackets, no zone)`);
+  }
+}
+
+/**
+ * An address's answer, as svc-auth's decision will give it: granted when a network of a scope that governs the
+ * scope's data holds the address (the most specific network of the first such scope); undefined when none does (the
+ * request falls through to its token or identity) or nothing governs (open).
+ */
+export function networkGrant(index: AccessIndex, scope: Scope, address: string, config: ScopeConfig): { answer?: AccessAnswer; anonymous: Decision } {
+  const anonymous = decideForScopeAnonymous(index, scope, config);
+  const words = new Uint32Array(4);
+  const family = parseAddressInto(address, words);
+  if (family === 0 || !('governing' in anonymous)) return { anonymous };
+  for (const g of anonymous.governing) {
+    const network: Network | undefined = entryOf(index, g)?.networks?.find(family, words);
+    if (network === undefined) continue;
+    const target = scopeKey(scope);
+    const by = scopeKey(g);
+    const reason = `address ${address} is in network ${network.cidr} of ${by}${by === target ? '' : `, which governs ${target}`}`;
+    const governing = anonymous.governing.map(scopeKey);
+    return { anonymous, answer: { granted: true, outcome: 'granted-network', reason, governing, grantedBy: by, address, network: network.cidr } };
+  }
+  return { anonymous };
+}
+
+/** The decision for the scope's data with the token or identity given, or (with only an address) with none. */
+function credentialDecision(ctx: CommandContext, index: AccessIndex, scope: Scope, token: string | undefined, options: HasAccessOptions, anonymous: Decision | undefined): Decision {
+  if (token !== undefined) {
+    // Imported (wis2box-auth) tokens are PBKDF2 hashes the SHA-256 lookup cannot find: checked apart.
+    return decideImportedSync(index, decideForScope(index, scope, token, ctx.io.now(), scopeConfigOf(ctx)), token, ctx.io.now());
+  }
+  if (options.user !== undefined) return decideForScopeAs(index, scope, { issuer: '', user: options.user, groups: options.group ?? [] }, ctx.io.now(), scopeConfigOf(ctx));
+  return anonymous ?? decideForScopeAnonymous(index, scope, scopeConfigOf(ctx));
+}
+
+/** The answer svc-auth would give for the scope's own data: the same snapshot compiler and decision. */
+export async function hasAccess(ctx: CommandContext, tokenArg: string | undefined, options: HasAccessOptions): Promise<number> {
+  const scope = scopeFromFlags(options, ctx);
+  checkArguments(ctx, tokenArg, options);
   const token = tokenArg === undefined ? undefined : await tokenArgument(tokenArg, ctx.io);
   const store = await ctx.openStore();
   const objects = (await store.list()).map((s) => s.object);
   const snapshot = compileSnapshot(objects, ctx.prefixes);
   const index = buildIndex(snapshot.generation, snapshot.lines);
   if (!index.ok) throw failure(`cannot compile the scopes of ${store.where}: ${index.error}`);
-  const decision = token !== undefined
-    // Imported (wis2box-auth) tokens are PBKDF2 hashes the SHA-256 lookup cannot find: checked apart.
-    ? decideImportedSync(index.value, decideForScope(index.value, scope, token, ctx.io.now(), scopeConfigOf(ctx)), token, ctx.io.now())
-    : decideForScopeAs(index.value, scope, { issuer: '', user: options.user!, groups }, ctx.io.now(), scopeConfigOf(ctx));
-  const answer = explain(scope, decision, followUp(ctx, 'add-token'));
+  const byAddress = options.from !== undefined ? networkGrant(index.value, scope, options.from, scopeConfigOf(ctx)) : undefined;
+  let answer = byAddress?.answer;
+  if (answer === undefined) {
+    answer = explain(scope, credentialDecision(ctx, index.value, scope, token, options, byAddress?.anonymous), followUp(ctx, 'add-token'));
+    // An address no network holds falls through to the credential: the answer says so when a scope governs.
+    if (options.from !== undefined && answer.governing.length > 0) answer = { ...answer, reason: `address ${options.from} is in no network of ${answer.governing.join(' or ')}; ${answer.reason}`, address: options.from };
+  }
   if (options.output === 'text') {
     ctx.io.out(`${answer.granted ? 'granted' : 'denied'}: ${answer.reason}\n`);
   } else {

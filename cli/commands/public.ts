@@ -2,9 +2,9 @@
  * `svc auth public --path P` / `svc auth public --path P --off`: declare a path scope public (`public: true`:
  * every method open, even where paths are closed by default) or take that back. wis2box's read-only processes,
  * which its UI calls without a token, are declared public this way while every other process stays closed.
- * Public contradicts tokens, subjects and `closed: true`: such a scope is refused, nothing is written.
+ * Public contradicts tokens, subjects, networks and `closed: true`: such a scope is refused, nothing is written.
  */
-import { closedByFlag, describeState, publicByFlag, publicRefusal, scopeKey, subjectsOf, tokensOf, type Scope } from '../../core/index.js';
+import { closedByFlag, describeState, networksOf, publicByFlag, publicRefusal, scopeKey, subjectsOf, tokensOf, type Scope } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -22,6 +22,7 @@ function publicMutation(scope: Scope, namespace: string | undefined): Mutate {
     const closing = [
       current.some((o) => tokensOf(o).length > 0) ? 'tokens (remove-tokens)' : '',
       current.some((o) => subjectsOf(o).length > 0) ? 'subjects (remove-subject)' : '',
+      current.some((o) => networksOf(o).length > 0) ? 'networks (remove-network)' : '',
       current.some(closedByFlag) ? 'closed: true (open)' : '',
     ].filter((c) => c !== '');
     if (closing.length > 0) throw usageError(`${scopeKey(scope)} cannot be public while it has ${closing.join(', ')}: a public scope is open for every method (nothing was changed)`);

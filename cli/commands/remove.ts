@@ -8,7 +8,7 @@ import { closedByFlag, hashToken, importedIdOf, scopeKey, stateOf, TOKEN_ID_PATT
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { followUp, scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import { followUp, networkCount, scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
 
 interface RemoveOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
@@ -74,8 +74,8 @@ export async function removeTokens(ctx: CommandContext, options: RemoveOptions):
     return mutate(current, attempt);
   });
   const left = remaining(result.objects);
-  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes);
-  const hint = state.state === 'Closed' && state.by === 'subjects' ? `; ${followUp(ctx, 'show')} lists them` : state.state === 'Closed' && state.by === 'flag' ? `; ${followUp(ctx, 'open')} clears it` : '';
+  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes, networkCount(result.objects));
+  const hint = state.state === 'Closed' && (state.by === 'subjects' || state.by === 'networks') ? `; ${followUp(ctx, 'show')} lists them` : state.state === 'Closed' && state.by === 'flag' ? `; ${followUp(ctx, 'open')} clears it` : '';
   const now = state.state === 'Open' ? 'it is open' : `it stays closed (${whyClosed(state).reason}${hint})`;
   const text =
     removed.length === 0
@@ -104,7 +104,7 @@ export async function removeToken(ctx: CommandContext, tokenArg: string | undefi
   const hint = `${followUp(ctx, 'show')} ${scopeArgs(scope)}`;
   const result = await store.update(scope, removeOneMutation(scope, match, hint));
   const left = remaining(result.objects);
-  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes);
+  const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes, networkCount(result.objects));
   const last = state.state === 'Open' ? 'the scope is open now' : `the scope stays closed (${whyClosed(state).reason})`;
   const text =
     left > 0

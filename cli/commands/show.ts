@@ -1,5 +1,5 @@
 import {
-  buildIndex, closedByFlag, compareScopes, compareStrings, compileSnapshot, DEFAULT_CONFIG, describeState, enforcedState, isExpired, isImportedHash, isPrefixPath, mergeSubjects,
+  buildIndex, closedByFlag, compareScopes, compareStrings, compileSnapshot, DEFAULT_CONFIG, describeState, enforcedState, isExpired, isImportedHash, isPrefixPath, mergeSubjects, networkLimitNote, networksOf,
   publicByFlag, publicRefusal, refusedPathForm, scopeKey, scopeOf, stateLabel, subjectsOf, tokensOf, type AccessIndex, type ClosedBy, type OpenOrClosed, type Scope, type ScopeConfig, type ScopeKind,
   type ScopeState, type Subject, type TokenRecord,
 } from '../../core/index.js';
@@ -24,6 +24,14 @@ interface TokenSummary {
   readonly imported?: true;
 }
 
+interface NetworkSummary {
+  readonly cidr: string;
+  /** The first description an object gives it. */
+  readonly description?: string;
+  /** The objects listing this network. */
+  readonly objects: readonly string[];
+}
+
 interface ScopeSummary {
   readonly kind: ScopeKind;
   readonly value: string;
@@ -42,6 +50,8 @@ interface ScopeSummary {
   readonly tokens: readonly TokenSummary[];
   /** Identities granted (users, then groups), merged over the scope's objects. */
   readonly subjects: readonly Subject[];
+  /** Networks granted by client address, merged over the scope's objects, in canonical text order. */
+  readonly networks: readonly NetworkSummary[];
   /** Declared public (`public: true`) and not closed by anything: every method open. */
   readonly public?: true;
 }
@@ -92,10 +102,12 @@ interface ScopeGroup {
   /** By hash: a token listed in several objects is one token. */
   readonly tokens: Map<string, { t: TokenSummary; objects: string[] }>;
   readonly subjects: Subject[][];
+  /** By canonical text: a network listed in several objects is one network. */
+  readonly networks: Map<string, { description?: string; objects: string[] }>;
 }
 
 function newGroup(scope: Scope): ScopeGroup {
-  return { scope, objects: [], closed: false, tokens: new Map(), subjects: [] };
+  return { scope, objects: [], closed: false, tokens: new Map(), subjects: [], networks: new Map() };
 }
 
 function addObject(group: ScopeGroup, object: StoredScope['object']): void {
@@ -104,6 +116,14 @@ function addObject(group: ScopeGroup, object: StoredScope['object']): void {
   group.subjects.push([...subjectsOf(object)]);
   if (closedByFlag(object)) group.closed = true;
   if (publicByFlag(object)) group.public = true;
+  for (const n of networksOf(object)) {
+    const seen = group.networks.get(n.cidr);
+    if (!seen) group.networks.set(n.cidr, { ...(n.description !== undefined ? { description: n.description } : {}), objects: [name] });
+    else {
+      seen.objects.push(name);
+      if (seen.description === undefined && n.description !== undefined) seen.description = n.description;
+    }
+  }
   for (const t of tokensOf(object)) {
     const seen = group.tokens.get(t.hash);
     if (!seen) {
@@ -144,7 +164,10 @@ function summaryOf(group: ScopeGroup, nowMs: number, index: AccessIndex | undefi
     .map(({ t, objects }) => ({ ...t, expired: isExpired(t, nowMs), objects: [...objects].sort() }))
     .sort((a, b) => compareStrings(a.createdAt, b.createdAt) || compareStrings(a.id, b.id));
   const subjects = mergeSubjects(group.subjects);
-  const own = { tokens: tokens.length, subjects: subjects.length, closedFlag: group.closed, public: group.public === true };
+  const networks = [...group.networks]
+    .sort(([a], [b]) => compareStrings(a, b))
+    .map(([cidr, n]): NetworkSummary => ({ cidr, ...(n.description !== undefined ? { description: n.description } : {}), objects: [...n.objects].sort() }));
+  const own = { tokens: tokens.length, subjects: subjects.length, networks: networks.length, closedFlag: group.closed, public: group.public === true };
   const s = enforcedState(index, group.scope, own, config);
   const refused = refusalOf(group, config);
   return {
@@ -159,6 +182,7 @@ function summaryOf(group: ScopeGroup, nowMs: number, index: AccessIndex | undefi
     objects: [...group.objects].sort(),
     tokens,
     subjects,
+    networks,
     ...(s.state === 'Open' && s.public ? { public: true as const } : {}),
   };
 }
@@ -178,16 +202,21 @@ function expiryCell(t: TokenSummary): string {
 
 /** One row per token (the scope's columns on its first row only), one row for a scope without tokens. */
 function renderTable(summaries: readonly ScopeSummary[]): string {
-  // The SUBJECTS column only when a scope grants identities: tables of token-only scopes stay as they were.
+  // The SUBJECTS and NETWORKS columns only when a scope grants identities or networks: tables of token-only scopes stay
+  // as they were. NETWORKS is a count (a scope may list 256; text and json list them).
   const withSubjects = summaries.some((s) => s.subjects.length > 0);
+  const withNetworks = summaries.some((s) => s.networks.length > 0);
   const rows: string[][] = [];
   for (const s of summaries) {
-    const head = [s.kind, s.value, stateLabel(summaryState(s)), String(s.tokenCount), ...(withSubjects ? [s.subjects.map(subjectCell).join(',') || '-'] : [])];
+    const head = [
+      s.kind, s.value, stateLabel(summaryState(s)), String(s.tokenCount), ...(withSubjects ? [s.subjects.map(subjectCell).join(',') || '-'] : []),
+      ...(withNetworks ? [String(s.networks.length)] : []),
+    ];
     const blank = head.map(() => '');
     if (s.tokens.length === 0) rows.push([...head, '-', '-', '-', '-']);
     s.tokens.forEach((t, i) => rows.push([...(i === 0 ? head : blank), t.imported ? `${t.id} (imported)` : t.id, t.createdAt, expiryCell(t), t.description ?? '-']));
   }
-  return table(['KIND', 'SCOPE', 'STATE', 'TOKENS', ...(withSubjects ? ['SUBJECTS'] : []), 'ID', 'CREATED', 'EXPIRES', 'DESCRIPTION'], rows);
+  return table(['KIND', 'SCOPE', 'STATE', 'TOKENS', ...(withSubjects ? ['SUBJECTS'] : []), ...(withNetworks ? ['NETWORKS'] : []), 'ID', 'CREATED', 'EXPIRES', 'DESCRIPTION'], rows);
 }
 
 /** `user:alice`, `group:wis2-ops`. */
@@ -204,12 +233,13 @@ export function summaryState(s: ScopeSummary): ScopeState {
 
 function renderText(summaries: readonly ScopeSummary[]): string {
   const blocks = summaries.map((s) => {
-    const head = `${s.kind} ${s.value}: ${describeState(summaryState(s), s.tokenCount, s.subjects.length)}` +
+    const head = `${s.kind} ${s.value}: ${describeState(summaryState(s), s.tokenCount, s.subjects.length, s.networks.length)}` +
       (s.tokenCount > 0 ? ` (${s.activeTokenCount} active)` : '') +
       (s.objects.length > 0 ? `; object${s.objects.length === 1 ? '' : 's'} ${s.objects.join(', ')}` : '; no object');
     const lines = [
       ...s.tokens.map((t) => `  ${t.id}  created ${t.createdAt}  expires ${expiryCell(t)}${t.description !== undefined ? `  ${JSON.stringify(t.description)}` : ''}${t.imported ? '  [imported: PBKDF2 hash]' : ''}`),
       ...s.subjects.map((x) => `  ${subjectCell(x)}`),
+      ...s.networks.map((n) => `  network ${n.cidr}${n.description !== undefined ? `  ${JSON.stringify(n.description)}` : ''}`),
     ];
     return [head, ...lines, ...(s.refused !== undefined ? [`  refused: ${s.refused}`] : [])].join('\n');
   });
@@ -229,7 +259,7 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
       const s = summaries[0]!;
       if (s.public) throw failure(`${s.kind} ${s.value} is public in ${store.where}: its links need no security object`);
       if (s.state === 'Open') throw failure(`${s.kind} ${s.value} is open in ${store.where}: its links need no security object (close it with add-token or close first)`);
-      ctx.io.out(`${JSON.stringify({ security: wcmp2Security(only!) }, null, 2)}\n`);
+      ctx.io.out(`${JSON.stringify({ security: wcmp2Security(only!, s.networks.length > 0) }, null, 2)}\n`);
       break;
     }
     case 'json':
@@ -254,13 +284,15 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
 /**
  * The `security` object of a WCMP2 link to the scope's data (WMO Core Metadata Profile 2, "Links and
  * Distribution Information / Access control": OpenAPI security scheme objects, `default` first), so a
- * publisher can tell discovery users that the data needs a token and how to present it.
+ * publisher can tell discovery users that the data needs a token and how to present it. A WIS2 Notification
+ * Message's link takes the same object. Where the scope grants networks, every description first says that
+ * download is limited to them (core's networkLimitNote): OpenAPI has no scheme for client addresses.
  */
-function wcmp2Security(scope: Scope): Record<string, { type: string; scheme?: string; in?: string; name?: string; description: string }> {
+function wcmp2Security(scope: Scope, networks: boolean): Record<string, { type: string; scheme?: string; in?: string; name?: string; description: string }> {
   // A prefix path (`wis2downloader`) is a path of the host and everything below it, fetched like files.
   const prefix = scope.kind === 'path' && isPrefixPath(scope.value);
   const what = scope.kind === 'topic' ? `data under the topic ${scope.value}` : scope.kind === 'dataset' ? `the dataset ${scope.value}` : prefix ? `/${scope.value} and everything below it` : `${scope.value}`;
-  const contact = 'Please contact the data provider for a token.';
+  const contact = `${networks ? `${networkLimitNote(what)} ` : ''}Please contact the data provider for a token.`;
   return {
     default: { type: 'http', scheme: 'bearer', description: `Access to ${what} is controlled: send the token as "Authorization: Bearer <token>". ${contact}` },
     query: { type: 'apiKey', in: 'query', name: 'token', description: `The token may also be given as the query argument ?token=<token> (for wget and curl). ${contact}` },

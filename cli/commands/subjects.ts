@@ -12,7 +12,7 @@ import {
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { followUp, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+import { followUp, networkCount, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
 
 interface SubjectOptions extends ScopeFlags {
   readonly output: 'text' | 'json' | 'yaml';
@@ -68,11 +68,12 @@ async function edit(ctx: CommandContext, options: SubjectOptions, add: boolean):
   const result = await store.update(scope, add ? addSubjectMutation(scope, subject, store.namespace) : removeSubjectMutation(scope, subject, hint));
   const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
   const subjects = mergeSubjects(result.objects.map(subjectsOf));
-  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjects.length, false, ctx.prefixes);
+  const networks = networkCount(result.objects);
+  const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjects.length, false, ctx.prefixes, networks);
   const who = `${subject.kind.toLowerCase()} ${subject.name}`;
   if (options.output === 'text') {
     const did = add ? (result.written.length === 0 ? `already grants ${who}` : `grants ${who}`) : `no longer grants ${who}`;
-    ctx.io.out(`${scopeLabel(scope)} ${did}; now ${describeState(state, tokens, subjects.length)} (${store.where})\n`);
+    ctx.io.out(`${scopeLabel(scope)} ${did}; now ${describeState(state, tokens, subjects.length, networks)} (${store.where})\n`);
   } else {
     ctx.io.out(structured(options.output, {
       scope: scopeJson(scope), store: store.where, written: result.written, subject, state: state.state,

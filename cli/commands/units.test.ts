@@ -106,12 +106,26 @@ describe('show: merging objects of one scope', () => {
         { id: rec('shared-token-000001').id, description: 'partner', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2028-01-01T00:00:00Z', expired: false, objects: ['a', 'b'] },
       ],
       subjects: [],
+      networks: [],
+    });
+  });
+
+  it('networks: one entry per network, sorted, the first description given, every object named; they close the scope', () => {
+    const withNetworks = (name: string, networks: { cidr: string; description?: string }[]) => ({ object: { ...obj(name, []), spec: { ...obj(name, []).spec, networks } }, location: name });
+    const stored = [
+      withNetworks('b', [{ cidr: '203.0.113.7/32' }, { cidr: '2001:db8::/32', description: 'gateway' }]),
+      withNetworks('a', [{ cidr: '203.0.113.7/32', description: 'Global Cache' }]),
+    ];
+    const [summary] = summarize(stored, FIXED_NOW, undefined, { ...DEFAULT_CONFIG, openPathsByDefault: true });
+    expect(summary).toMatchObject({
+      state: 'Closed', closedBy: 'networks', tokenCount: 0,
+      networks: [{ cidr: '2001:db8::/32', description: 'gateway', objects: ['b'] }, { cidr: '203.0.113.7/32', description: 'Global Cache', objects: ['a', 'b'] }],
     });
   });
 });
 
 describe('has-access-topic wording', () => {
-  it('no token at all (not reachable from the CLI, which requires one) still reads well', () => {
+  it('no token at all (has-access-topic with only --from) still reads well', () => {
     expect(explain(topic, { outcome: 'no-token', area: 'other', path: '', closedByDefault: false, governing: [{ kind: 'topic', value: 'a' }] }).reason).toBe('topic:a.b is closed (governed by topic:a) and no token was given');
   });
   it('two kinds governing at once are named together', () => {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { compileSnapshot, compileSnapshotSteps, groupByScope } from './compile.js';
 import { serializeSnapshot } from './file.js';
 import { generationOf, parseScopeLine, type Snapshot } from './lines.js';
-import { newProtectedScope, type ProtectedScope, type TokenRecord } from '../protected-scope.js';
+import { newProtectedScope, scopeOf, type ProtectedScope, type TokenRecord } from '../protected-scope.js';
 import { buildIndex } from '../access-index.js';
 import { dataset, H, hashPool, obj, objectsArb, path, rec, sha256, topic } from '../../test/support/snapshots.js';
 
@@ -41,6 +41,39 @@ describe('compileSnapshot: canonical lines', () => {
     ]);
     expect(s.scopeCount).toBe(1);
     expect(s.tokenCount).toBe(2);
+  });
+  it('networks: the union over a scope\'s objects, each once, sorted, after the subjects; a scope with only networks is closed', () => {
+    const s = compileSnapshot([
+      obj(topic('a.b'), [], ['203.0.113.7/32', '2001:db8::/32']),
+      obj(topic('a.b'), [rec(H('1'))], ['198.51.100.0/24', '203.0.113.7/32']),
+      obj(topic('c'), [], ['203.0.113.0/24']),
+      obj(topic('open'), [], []),
+    ]);
+    expect(s.lines).toEqual([
+      `{"kind":"topic","value":"a.b","tokens":[{"hash":"${H('1')}"}],"networks":["198.51.100.0/24","2001:db8::/32","203.0.113.7/32"]}`,
+      '{"kind":"topic","value":"c","tokens":[],"networks":["203.0.113.0/24"]}',
+    ]);
+    expect(s.tokenCount).toBe(1);
+  });
+  it('property: adding a network to one object changes its scope\'s line alone; every other scope\'s line stays byte for byte', () => {
+    const key = (line: string) => { const x = JSON.parse(line) as { kind: string; value: string }; return `${x.kind}:${x.value}`; };
+    fc.assert(
+      fc.property(objectsArb.filter((o) => o.length > 0), fc.nat(), fc.constantFrom('192.0.2.0/24', '203.0.113.7/32', '2001:db8:1::/48'), (objects, pick, cidr) => {
+        const i = pick % objects.length;
+        const target = objects[i]!;
+        const edited = objects.map((o, j) => (j === i ? { ...o, spec: { ...o.spec, networks: [...(o.spec.networks ?? []), { cidr }] } } : o));
+        const before = new Map(compileSnapshot(objects).lines.map((l) => [key(l), l]));
+        const after = new Map(compileSnapshot(edited).lines.map((l) => [key(l), l]));
+        const own = `${scopeOf(target.spec).kind}:${scopeOf(target.spec).value}`;
+        const others = (m: Map<string, string>) => [...m].filter(([k]) => k !== own);
+        expect(others(after)).toEqual(others(before));
+        expect(after.get(own)).toContain(`"${cidr}"`);
+      }),
+    );
+  });
+  it('a network that is not in canonical form (an object the API server should have refused) grants nothing and closes the scope', () => {
+    const s = compileSnapshot([obj(topic('a'), [], ['203.0.113.9/24'])]);
+    expect(s.lines).toEqual(['{"kind":"topic","value":"a","closed":true,"tokens":[]}']);
   });
   it('the generation is the SHA-256 of the lines, each followed by a newline', () => {
     const s = compileSnapshot([obj(topic('a'), [rec(H('1'))]), obj(dataset('urn:x'), [rec(H('2'))])]);

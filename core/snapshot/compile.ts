@@ -4,7 +4,8 @@
  * (lines.ts) and the same generation.
  */
 import { DEFAULT_PREFIXES, publicRefusal, type PathPrefixes } from '../path-scope.js';
-import { closedByFlag, publicByFlag, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from '../protected-scope.js';
+import { closedByFlag, networksOf, publicByFlag, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from '../protected-scope.js';
+import { compareNetworks, parseNetwork, type Network } from '../network.js';
 import { mergeSubjects } from '../subject.js';
 import { compareScopes, compareStrings, scopeKey } from '../scope.js';
 import type { TokenHash } from '../token.js';
@@ -23,9 +24,10 @@ export function groupByScope(objects: readonly ProtectedScope[]): Map<string, Pr
 }
 
 /**
- * Compiles validated ProtectedScopes into a snapshot. Objects for the same scope merge (union of tokens and
- * of subjects); a hash listed twice keeps the later expiry, or none if either has none; any object saying
- * `closed: true` closes the scope. Scopes without tokens or subjects and not closed by flag are open and left out.
+ * Compiles validated ProtectedScopes into a snapshot. Objects for the same scope merge (union of tokens, of
+ * subjects and of networks); a hash listed twice keeps the later expiry, or none if either has none; any object
+ * saying `closed: true` closes the scope. Scopes without tokens, subjects or networks and not closed by flag are
+ * open and left out.
  */
 export function compileSnapshot(objects: readonly ProtectedScope[], prefixes: PathPrefixes = DEFAULT_PREFIXES): Snapshot {
   const steps = compileSnapshotSteps(objects, Infinity, prefixes);
@@ -63,10 +65,28 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
   return { generation: generation.digest(), scopeCount: scopes.length, tokenCount, lines };
 }
 
+/**
+ * The union of the group's networks, each once, in canonical order. A network that does not parse in canonical form
+ * (an object the API server should have refused) grants nothing and closes the scope: `unreadable`.
+ */
+function mergeNetworks(group: readonly ProtectedScope[]): { networks: Network[]; unreadable: boolean } {
+  const byCidr = new Map<string, Network>();
+  let unreadable = false;
+  for (const o of group) {
+    for (const n of networksOf(o)) {
+      const parsed = parseNetwork(n.cidr);
+      if (parsed.ok) byCidr.set(parsed.value.cidr, parsed.value);
+      else unreadable = true;
+    }
+  }
+  return { networks: [...byCidr.values()].sort(compareNetworks), unreadable };
+}
+
 /** The snapshot scope of one scope's objects, or undefined when they leave it open. */
 function mergeGroup(group: readonly ProtectedScope[], prefixes: PathPrefixes): SnapshotScope | undefined {
   const expiry = new Map<TokenHash, number>();
-  const closed = group.some(closedByFlag);
+  const { networks, unreadable } = mergeNetworks(group);
+  const closed = group.some(closedByFlag) || unreadable;
   for (const o of group) {
     for (const t of tokensOf(o)) {
       const at = t.expiresAt === undefined ? Infinity : Date.parse(t.expiresAt);
@@ -74,7 +94,7 @@ function mergeGroup(group: readonly ProtectedScope[], prefixes: PathPrefixes): S
     }
   }
   const subjects = mergeSubjects(group.map(subjectsOf));
-  if (expiry.size === 0 && subjects.length === 0 && !closed) {
+  if (expiry.size === 0 && subjects.length === 0 && networks.length === 0 && !closed) {
     // Public only while no object of the scope closes it: two objects that disagree fail closed. A path in a
     // refused form or at or above a prefix is never public (path-scope.ts): it is left out as any open scope.
     const scope = scopeOf(group[0]!.spec);
@@ -83,5 +103,8 @@ function mergeGroup(group: readonly ProtectedScope[], prefixes: PathPrefixes): S
   const tokens = [...expiry]
     .sort(([a], [b]) => compareStrings(a, b))
     .map(([hash, at]): SnapshotToken => (at === Infinity ? { hash } : { hash, expiresAt: new Date(at).toISOString() }));
-  return { ...scopeOf(group[0]!.spec), tokens, ...(closed ? { closed: true as const } : {}), ...(subjects.length > 0 ? { subjects } : {}) };
+  return {
+    ...scopeOf(group[0]!.spec), tokens, ...(closed ? { closed: true as const } : {}), ...(subjects.length > 0 ? { subjects } : {}),
+    ...(networks.length > 0 ? { networks } : {}),
+  };
 }

@@ -9,6 +9,28 @@ describe('parseScopeLine', () => {
     const line = `{"kind":"dataset","value":"urn:x:y","tokens":[{"hash":"${hash}","expiresAt":"2027-01-01T00:00:00.000Z"}]}`;
     expect(parseScopeLine(line)).toEqual({ ok: true, value: { kind: 'dataset', value: 'urn:x:y', tokens: [{ hash, expiresAt: '2027-01-01T00:00:00.000Z' }] } });
   });
+  it('reads networks: canonical texts, sorted, each once; a scope with only networks is closed', () => {
+    const line = '{"kind":"topic","value":"a.b","tokens":[],"networks":["198.51.100.0/24","2001:db8::/32","203.0.113.7/32"]}';
+    const parsed = parseScopeLine(line);
+    if (!parsed.ok) throw new Error(parsed.error);
+    expect(parsed.value.networks?.map((n) => [n.family, n.prefix, n.cidr])).toEqual([[4, 24, '198.51.100.0/24'], [6, 32, '2001:db8::/32'], [4, 32, '203.0.113.7/32']]);
+    expect(scopeLine(parsed.value)).toBe(line);
+    const withSubjects = `{"kind":"path","value":"processes/svc","tokens":[{"hash":"${hash}"}],"subjects":[{"kind":"User","name":"a"}],"networks":["::1/128"]}`;
+    const again = parseScopeLine(withSubjects);
+    expect(again.ok && scopeLine(again.value)).toBe(withSubjects);
+  });
+  it.each([
+    ['an empty network list', '{"kind":"topic","value":"a","tokens":[],"networks":[]}', /networks must be a non-empty list/],
+    ['networks not a list', '{"kind":"topic","value":"a","tokens":[],"networks":"203.0.113.0/24"}', /non-empty list/],
+    ['a network not a string', '{"kind":"topic","value":"a","tokens":[],"networks":[{"cidr":"203.0.113.0/24"}]}', /bad network: not a string/],
+    ['host bits set', '{"kind":"topic","value":"a","tokens":[],"networks":["203.0.113.9/24"]}', /bad network: .*use 203\.0\.113\.0\/24/],
+    ['out of order', '{"kind":"topic","value":"a","tokens":[],"networks":["203.0.113.0/24","198.51.100.0/24"]}', /out of order or repeated at 198\.51\.100\.0\/24/],
+    ['repeated', '{"kind":"topic","value":"a","tokens":[],"networks":["203.0.113.0/24","203.0.113.0/24"]}', /out of order or repeated/],
+    ['public with networks', '{"kind":"path","value":"processes/x","public":true,"tokens":[],"networks":["203.0.113.0/24"]}', /no networks/],
+  ])('refuses %s', (_what, line, message) => {
+    const r = parseScopeLine(line);
+    expect(r.ok ? 'accepted' : r.error).toMatch(message);
+  });
   it('property: accepts every line the compiler writes', () => {
     fc.assert(
       fc.property(snapshotArb, (s) => {

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { isDateTime } from '../protected-scope.js';
 import { checkSubject, compareSubjects, subjectKey, type Subject } from '../subject.js';
 import { checkScope, scopeKey, SCOPE_KINDS, type Scope, type ScopeKind } from '../scope.js';
+import { compareNetworks, parseNetwork, type Network } from '../network.js';
 import { excessiveIterationsOf, HASH_PATTERN, MAX_IMPORTED_ITERATIONS, type TokenHash } from '../token.js';
 import { err, ok, type Result } from '../result.js';
 
@@ -22,8 +23,13 @@ export interface SnapshotScope extends Scope {
   readonly closed?: true;
   /** Identities granted besides the tokens, sorted users first (absent when none: the line keeps its old bytes). */
   readonly subjects?: readonly Subject[];
-  /** A public path scope: every method open, even where paths are closed by default. Never with tokens, subjects or closed. */
+  /** A public path scope: every method open, even where paths are closed by default. Never with tokens, subjects, networks or closed. */
   readonly public?: true;
+  /**
+   * Networks granted by client address, each once, in canonical text order (absent when none: the line keeps its old
+   * bytes). The line carries their canonical texts only, never their descriptions.
+   */
+  readonly networks?: readonly Network[];
 }
 
 export interface Snapshot {
@@ -35,14 +41,16 @@ export interface Snapshot {
 }
 
 /**
- * A scope's canonical line. Key order is fixed here so the bytes are canonical; `closed`, `public` and
- * `subjects` only when set, so a snapshot of scopes without them keeps the bytes (and generation) it had.
+ * A scope's canonical line. Key order is fixed here so the bytes are canonical; `closed`, `public`, `subjects` and
+ * `networks` only when set, so a snapshot of scopes without them keeps the bytes (and generation) it had. Networks
+ * are their canonical texts, sorted: `"networks":["198.51.100.0/24","2001:db8::/32"]`.
  */
 export function scopeLine(s: SnapshotScope): string {
   const tokens = s.tokens.map((t) => (t.expiresAt === undefined ? { hash: t.hash } : { hash: t.hash, expiresAt: t.expiresAt }));
   return JSON.stringify({
     kind: s.kind, value: s.value, ...(s.closed ? { closed: true } : {}), ...(s.public ? { public: true } : {}), tokens,
     ...(s.subjects?.length ? { subjects: s.subjects.map((x) => ({ kind: x.kind, name: x.name })) } : {}),
+    ...(s.networks?.length ? { networks: [...s.networks].sort(compareNetworks).map((n) => n.cidr) } : {}),
   });
 }
 
@@ -68,7 +76,7 @@ export function generationOf(lines: readonly string[]): string {
 
 /** Parses and checks one scope line; a snapshot with any bad line is refused whole. */
 export function parseScopeLine(line: string): Result<SnapshotScope> {
-  let raw: { kind?: unknown; value?: unknown; tokens?: unknown; closed?: unknown; subjects?: unknown; public?: unknown };
+  let raw: { kind?: unknown; value?: unknown; tokens?: unknown; closed?: unknown; subjects?: unknown; public?: unknown; networks?: unknown };
   try {
     raw = JSON.parse(line) as typeof raw;
   } catch {
@@ -82,9 +90,11 @@ export function parseScopeLine(line: string): Result<SnapshotScope> {
   if (raw.closed !== undefined && raw.closed !== true) return err(`${scopeKey(scope.value)}: closed must be true when present`);
   const subjects = parseSubjects(raw.subjects);
   if (!subjects.ok) return err(`${scopeKey(scope.value)}: ${subjects.error}`);
+  const networks = parseNetworks(raw.networks);
+  if (!networks.ok) return err(`${scopeKey(scope.value)}: ${networks.error}`);
   if (raw.public !== undefined) return parsePublicLine(scope.value, raw);
-  if (!Array.isArray(raw.tokens) || (raw.tokens.length === 0 && raw.closed !== true && subjects.value.length === 0)) {
-    return err(`${scopeKey(scope.value)}: a snapshot scope needs at least one token or subject, or closed: true`);
+  if (!Array.isArray(raw.tokens) || (raw.tokens.length === 0 && raw.closed !== true && subjects.value.length === 0 && networks.value.length === 0)) {
+    return err(`${scopeKey(scope.value)}: a snapshot scope needs at least one token, subject or network, or closed: true`);
   }
   for (const t of raw.tokens as { hash?: unknown; expiresAt?: unknown }[]) {
     if (typeof t !== 'object' || t === null || typeof t.hash !== 'string' || !HASH_PATTERN.test(t.hash)) return err(`${scopeKey(scope.value)}: ${badHash(t)}`);
@@ -92,15 +102,15 @@ export function parseScopeLine(line: string): Result<SnapshotScope> {
   }
   return ok({
     ...scope.value, tokens: raw.tokens as SnapshotToken[], ...(raw.closed === true ? { closed: true as const } : {}),
-    ...(subjects.value.length > 0 ? { subjects: subjects.value } : {}),
+    ...(subjects.value.length > 0 ? { subjects: subjects.value } : {}), ...(networks.value.length > 0 ? { networks: networks.value } : {}),
   });
 }
 
 /** A public scope's line: a path scope with `public: true`, an empty token list and nothing that closes it. */
-function parsePublicLine(scope: Scope, raw: { tokens?: unknown; closed?: unknown; subjects?: unknown; public?: unknown }): Result<SnapshotScope> {
+function parsePublicLine(scope: Scope, raw: { tokens?: unknown; closed?: unknown; subjects?: unknown; public?: unknown; networks?: unknown }): Result<SnapshotScope> {
   if (raw.public !== true || scope.kind !== 'path') return err(`${scopeKey(scope)}: public must be true, and only on a path scope`);
-  if (!Array.isArray(raw.tokens) || raw.tokens.length > 0 || raw.closed !== undefined || raw.subjects !== undefined) {
-    return err(`${scopeKey(scope)}: a public scope has no tokens, no subjects and no closed`);
+  if (!Array.isArray(raw.tokens) || raw.tokens.length > 0 || raw.closed !== undefined || raw.subjects !== undefined || raw.networks !== undefined) {
+    return err(`${scopeKey(scope)}: a public scope has no tokens, no subjects, no networks and no closed`);
   }
   return ok({ ...scope, tokens: [], public: true });
 }
@@ -116,6 +126,21 @@ function parseSubjects(raw: unknown): Result<readonly Subject[]> {
     const prev = out.at(-1);
     if (prev && compareSubjects(prev, checked.value) >= 0) return err(`subjects out of order or repeated at ${subjectKey(checked.value)}`);
     out.push(checked.value);
+  }
+  return ok(out);
+}
+
+/** A line's networks: absent, or a non-empty list of canonical network texts in ascending order, each once. */
+function parseNetworks(raw: unknown): Result<readonly Network[]> {
+  if (raw === undefined) return ok([]);
+  if (!Array.isArray(raw) || raw.length === 0) return err('networks must be a non-empty list when present');
+  const out: Network[] = [];
+  for (const x of raw as unknown[]) {
+    const parsed = typeof x === 'string' ? parseNetwork(x) : err('not a string');
+    if (!parsed.ok) return err(`bad network: ${parsed.error}`);
+    const prev = out.at(-1);
+    if (prev && compareNetworks(prev, parsed.value) >= 0) return err(`networks out of order or repeated at ${parsed.value.cidr}`);
+    out.push(parsed.value);
   }
   return ok(out);
 }

@@ -209,7 +209,7 @@ export function runSuite(fixture: BackendFixture): void {
       expect(empty.stderr).toMatch(/closed by default/);
       expect(JSON.parse((await cli(['auth', 'show', '-o', 'json'])).stdout)).toEqual({
         store: fixture.where(),
-        scopes: [{ kind: 'path', value: 'collections/stations', state: 'Closed', closedBy: 'default', closedFlag: false, tokenCount: 0, activeTokenCount: 0, objects: [], tokens: [], subjects: [] }],
+        scopes: [{ kind: 'path', value: 'collections/stations', state: 'Closed', closedBy: 'default', closedFlag: false, tokenCount: 0, activeTokenCount: 0, objects: [], tokens: [], subjects: [], networks: [] }],
       });
       expect(scrubbed(await cli(['--open-paths-by-default', 'auth', 'show']))).toEqual({ code: 0, stdout: '', stderr: 'No protected scopes in <store>: everything is open.\n' });
     });
@@ -437,7 +437,7 @@ export function runSuite(fixture: BackendFixture): void {
       ['bad output format', ['auth', 'show', '-o', 'xml'], /Allowed choices are table, text, json, yaml, wcmp2\. \(see svc auth show --help\)/],
       ['too many arguments', ['auth', 'remove-tokens', '--path', 'processes/svc', 'extra'], /too many arguments/],
       ['unknown command', ['auth', 'add-tokens'], /unknown command 'add-tokens' \(Did you mean add-token\?\) \(see svc auth --help\)/],
-      ['neither token nor identity', ['auth', 'has-access-topic', '--path', 'processes/svc'], /give either a token or --user USER/],
+      ['neither token nor identity', ['auth', 'has-access-topic', '--path', 'processes/svc'], /give either a token or --user USER .*, or --from ADDRESS/],
       ['both token and identity', ['auth', 'has-access-topic', '--path', 'processes/svc', 'svc_x', '--user', 'alice'], /give either a token or --user USER/],
       ['--group without --user', ['auth', 'has-access-topic', '--path', 'processes/svc', 'svc_x', '--group', 'ops'], /--group goes with --user/],
       ['add-subject with neither --user nor --group', ['auth', 'add-subject', '--path', 'processes/svc'], /give exactly one of --user USER or --group GROUP/],
@@ -445,6 +445,18 @@ export function runSuite(fixture: BackendFixture): void {
       ['a subject name with a control character', ['auth', 'add-subject', '--path', 'processes/svc', '--user', 'a\u0007b'], /without control characters/],
       ['bad namespace name', ['-n', 'Not_A_Namespace', 'auth', 'show'], /-n\/--namespace: "Not_A_Namespace" is not a namespace name/],
       ['bad request timeout', ['--request-timeout', 'soon', 'auth', 'show'], /--request-timeout: "soon" is not a duration/],
+      ['a network with host bits set', ['auth', 'add-network', '--path', 'data', '--cidr', '203.0.113.9/24'], /--cidr: "203\.0\.113\.9\/24" has host bits set: use 203\.0\.113\.0\/24 \(nothing was changed\)/],
+      ['an address for a network', ['auth', 'add-network', '--path', 'data', '--cidr', '203.0.113.7'], /is an address, not a network: use 203\.0\.113\.7\/32 for this one address/],
+      ['an IPv4-mapped IPv6 network', ['auth', 'add-network', '--path', 'data', '--cidr', '::ffff:203.0.113.0/120'], /is an IPv4 network written as IPv6: use 203\.0\.113\.0\/24/],
+      ['IPv6 not in canonical form', ['auth', 'add-network', '--path', 'data', '--cidr', '2001:0DB8::/32'], /use 2001:db8::\/32/],
+      ['one bad network among good ones', ['auth', 'add-network', '--path', 'data', '--cidr', '192.0.2.0/24', '--cidr', 'gateway'], /--cidr: "gateway" is not a network/],
+      ['remove-network with a network in another form', ['auth', 'remove-network', '--topic-hierarchy', TOPIC, '--cidr', '10.1.2.3/8'], /use 10\.0\.0\.0\/8/],
+      ['add-network without a network', ['auth', 'add-network', '--path', 'data'], /give --cidr CIDR \(repeat it for more\) or --from-file FILE/],
+      ['remove-network without a network', ['auth', 'remove-network', '--path', 'data'], /give --cidr CIDR/],
+      ['--description without --cidr', ['auth', 'add-network', '--path', 'data', '--from-file', '-', '--description', 'd'], /--description describes the networks of --cidr/],
+      ['a list file that is not there', ['auth', 'add-network', '--path', 'data', '--from-file', '/nonexistent/svc-networks.txt'], /--from-file: cannot read \/nonexistent\/svc-networks\.txt: ENOENT/],
+      ['an address with a port', ['auth', 'has-access-topic', '--path', 'data', '--from', '203.0.113.7:80'], /--from: "203\.0\.113\.7:80" is not an IP address/],
+      ['--from with a token and --user', ['auth', 'has-access-topic', '--path', 'data', 'svc_x', '--user', 'a', '--from', '203.0.113.7'], /give either a token or --user USER/],
     ])('%s: exit 2', async (_name, args, pattern) => {
       const r = await refused(args as string[], 2, pattern as RegExp);
       expect(r.stderr).not.toContain('secret-looking');
@@ -577,6 +589,123 @@ export function runSuite(fixture: BackendFixture): void {
     it('a file that is not a wis2box-auth store, or none: exit 2, nothing changed', async () => {
       await refused(['auth', 'import', join(dir, 'not-a-store.db')], 2, /is not a wis2box-auth store/);
       await refused(['auth', 'import', join(dir, 'missing.db')], 2, /cannot read .*missing\.db: ENOENT/);
+    });
+  });
+
+  describe(`add-network and remove-network (${fixture.name})`, () => {
+    const DATA = ['--path', 'data'];
+    let listDir = '';
+    beforeAll(() => {
+      listDir = tempDir('svc-networks-');
+    });
+    afterAll(() => removeDir(listDir));
+    const listFile = (name: string, text: string) => {
+      const file = join(listDir, name);
+      writeFileSync(file, text);
+      return file;
+    };
+
+    it('a network closes a scope, show lists it, has-access-topic answers by address; remove-network opens the scope again', async () => {
+      const added = scrubbed(await cli(['auth', 'add-network', ...DATA, '--cidr', '203.0.113.7/32', '--description', 'Global Cache']));
+      expect(added).toEqual({ code: 0, stdout: 'path data grants 203.0.113.7/32; now Closed, 0 tokens, 1 network (<store>)\n', stderr: '' });
+      const name = expect.stringMatching(/^path-data-[0-9a-f]{8}$/);
+      expect(await fixture.objects()).toEqual([{ name, spec: { path: 'data', tokens: [], networks: [{ cidr: '203.0.113.7/32', description: 'Global Cache' }] } }]);
+      const before = await fixture.state();
+      expect(scrubbed(await cli(['auth', 'add-network', ...DATA, '--cidr', '203.0.113.7/32'])).stdout).toBe('path data already granted 203.0.113.7/32; now Closed, 0 tokens, 1 network (<store>)\n');
+      expect(await fixture.state()).toEqual(before);
+      const shown = JSON.parse((await cli(['auth', 'show', ...DATA, '-o', 'json'])).stdout).scopes[0];
+      expect(shown).toMatchObject({ state: 'Closed', closedBy: 'networks', tokenCount: 0, networks: [{ cidr: '203.0.113.7/32', description: 'Global Cache', objects: [name] }] });
+      expect((await cli(['auth', 'show', ...DATA, '-o', 'text'])).stdout).toMatch(/^path data: Closed, 0 tokens, 1 network; object path-data-[0-9a-f]{8}\n {2}network 203\.0\.113\.7\/32 {2}"Global Cache"\n$/);
+      expect((await cli(['auth', 'show'])).stdout).toMatch(/^KIND +SCOPE +STATE +TOKENS +NETWORKS +ID[^\n]*\n(.*\n)*path +data +Closed +0 +1 +- /m);
+      const granted = await cli(['auth', 'has-access-topic', ...DATA, '--from', '203.0.113.7']);
+      expect(granted).toEqual({ code: 0, stdout: 'granted: address 203.0.113.7 is in network 203.0.113.7/32 of path:data\n', stderr: '' });
+      expect((await cli(['auth', 'has-access-topic', ...DATA, '--from', '::ffff:203.0.113.7'])).code).toBe(0);
+      const denied = await cli(['auth', 'has-access-topic', ...DATA, '--from', '203.0.113.8']);
+      expect(denied).toEqual({ code: 1, stdout: 'denied: address 203.0.113.8 is in no network of path:data; path:data is closed and no token was given\n', stderr: '' });
+      const json = JSON.parse((await cli(['auth', 'has-access-topic', '--path', 'data/2026-11-21', '--from', '203.0.113.7', '-o', 'json'])).stdout);
+      expect(json).toMatchObject({ granted: true, outcome: 'granted-network', address: '203.0.113.7', network: '203.0.113.7/32', grantedBy: 'path:data', governing: ['path:data'] });
+      const removed = scrubbed(await cli(['auth', 'remove-network', ...DATA, '--cidr', '203.0.113.7/32']));
+      expect(removed).toEqual({ code: 0, stdout: 'path data no longer grants 203.0.113.7/32; now Open, 0 tokens (<store>)\n', stderr: '' });
+      expect(await fixture.objects()).toEqual([{ name, spec: { path: 'data', tokens: [] } }]);
+      expect((await cli(['auth', 'has-access-topic', ...DATA, '--from', '203.0.113.8'])).stdout).toBe('granted: path:data is open: no closed scope governs it, so no token is needed\n');
+    });
+
+    it('the most specific closed scope governs: a network on a.b never opens a.b.c closed by its own token; an address no network holds falls through to the token', async () => {
+      expect((await cli(['auth', 'add-network', '--topic-hierarchy', 'a.b', '--cidr', '198.51.100.0/24', '--cidr', '2001:db8:5::/48'])).code).toBe(0);
+      expect((await cli(['auth', 'add-token', '--topic-hierarchy', 'a.b.c', T1])).code).toBe(0);
+      const below = await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'a.b.x', '--from', '2001:db8:5::9']);
+      expect(below).toEqual({ code: 0, stdout: 'granted: address 2001:db8:5::9 is in network 2001:db8:5::/48 of topic:a.b, which governs topic:a.b.x\n', stderr: '' });
+      const closedChild = await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'a.b.c.d', '--from', '198.51.100.5']);
+      expect(closedChild.code).toBe(1);
+      expect(closedChild.stdout).toBe('denied: address 198.51.100.5 is in no network of topic:a.b.c; topic:a.b.c.d is closed (governed by topic:a.b.c) and no token was given\n');
+      const withToken = await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'a.b.c.d', T1, '--from', '198.51.100.5']);
+      expect(withToken.code).toBe(0);
+      expect(withToken.stdout).toMatch(/^granted: address 198\.51\.100\.5 is in no network of topic:a\.b\.c; token [0-9a-f]{12} is a valid token of topic:a\.b\.c, which governs topic:a\.b\.c\.d\n$/);
+      expect((await cli(['auth', 'has-access-topic', '--topic-hierarchy', 'a.b', '--from', '203.0.113.1'])).code).toBe(1);
+    });
+
+    it('--from-file: one network a line with its description, "#" comments; --replace makes the list the whole list', async () => {
+      const first = listFile('gs.txt', '# Global Services\n203.0.113.7/32  Global Cache A\n198.51.100.0/24 Global Cache B  # comment\n\n2001:db8:7::/48\n');
+      const r = scrubbed(await cli(['auth', 'add-network', ...DATA, '--from-file', first]));
+      expect(r).toEqual({ code: 0, stdout: 'path data grants 203.0.113.7/32, 198.51.100.0/24, 2001:db8:7::/48; now Closed, 0 tokens, 3 networks (<store>)\n', stderr: '' });
+      const next = listFile('gs2.txt', '203.0.113.7/32  Global Cache A (Offenbach)\n2001:db8:7::/48\n192.0.2.0/24 Global Broker\n');
+      const replaced = scrubbed(await cli(['auth', 'add-network', ...DATA, '--from-file', next, '--replace']));
+      expect(replaced.stdout).toBe('path data grants 192.0.2.0/24; describes 203.0.113.7/32 anew; no longer grants 198.51.100.0/24; already granted 2001:db8:7::/48; now Closed, 0 tokens, 3 networks (<store>)\n');
+      expect((await fixture.objects())[0]!.spec).toEqual({
+        path: 'data', tokens: [],
+        networks: [{ cidr: '203.0.113.7/32', description: 'Global Cache A (Offenbach)' }, { cidr: '2001:db8:7::/48' }, { cidr: '192.0.2.0/24', description: 'Global Broker' }],
+      });
+      const before = await fixture.state();
+      expect((await cli(['auth', 'add-network', ...DATA, '--from-file', next, '--replace'])).stdout).toMatch(/^path data already granted 203\.0\.113\.7\/32, 2001:db8:7::\/48, 192\.0\.2\.0\/24; now/);
+      expect(await fixture.state()).toEqual(before);
+      const stdin = await cli(['auth', 'add-network', ...DATA, '--from-file', '-', '-o', 'json'], { stdin: '10.0.0.0/8 lab\n' });
+      expect(JSON.parse(stdin.stdout)).toMatchObject({ added: ['10.0.0.0/8'], state: 'Closed', closedBy: 'networks', networks: expect.arrayContaining([{ cidr: '10.0.0.0/8', description: 'lab' }]) });
+      const bad = listFile('bad.txt', '203.0.113.7/32\n# fine so far\n203.0.113.9/24 Global Cache\n2001:DB8::/32\n');
+      const refusedFile = await refused(['auth', 'add-network', ...DATA, '--from-file', bad], 2, /bad\.txt:3: "203\.0\.113\.9\/24" has host bits set: use 203\.0\.113\.0\/24; .*bad\.txt:4: "2001:DB8::\/32" is not written in canonical form: use 2001:db8::\/32 \(nothing was changed\)/);
+      expect(refusedFile.stderr).not.toContain('bad.txt:1');
+      await refused(['auth', 'add-network', ...DATA, '--from-file', listFile('empty.txt', '# nothing yet\n'), '--replace'], 2, /lists no network: to take every network away use svc .*auth remove-network/);
+    });
+
+    it('edits every object that lists a network, hand-written ones too; a network the scope lacks is refused (exit 1, unchanged)', async () => {
+      await fixture.put(handWritten('hand-a', { topicHierarchy: 'a.b', tokens: [], networks: [{ cidr: '203.0.113.0/24', description: 'x' }, { cidr: '2001:db8::/32' }] }));
+      await fixture.put(handWritten('hand-b', { topicHierarchy: 'a.b', tokens: [record(T1)], networks: [{ cidr: '203.0.113.0/24' }] }));
+      await refused(['auth', 'remove-network', '--topic-hierarchy', 'a.b', '--cidr', '192.0.2.0/24'], 1, /192\.0\.2\.0\/24 is not a network of topic:a\.b: list them with svc .*auth show --topic-hierarchy a\.b \(nothing was changed\)/);
+      expect((await cli(['auth', 'remove-network', '--topic-hierarchy', 'a.b', '--cidr', '203.0.113.0/24'])).stdout).toMatch(/no longer grants 203\.0\.113\.0\/24; now Closed, 1 token, 1 network/);
+      expect(await fixture.objects()).toEqual([
+        { name: 'hand-a', spec: { topicHierarchy: 'a.b', tokens: [], networks: [{ cidr: '2001:db8::/32' }] } },
+        { name: 'hand-b', spec: { topicHierarchy: 'a.b', tokens: [record(T1)] } },
+      ]);
+      expect((await cli(['auth', 'remove-tokens', '--topic-hierarchy', 'a.b'])).stdout).toMatch(/it stays closed \(it grants networks; svc .*auth show lists them\)/);
+      expect((await cli(['auth', 'open', '--topic-hierarchy', 'a.b'])).stdout).toMatch(/Closed, 0 tokens, 1 network/);
+    });
+
+    it('public and networks exclude each other (exit 2, nothing changed); more than 256 networks in an object fail (exit 1, unchanged)', async () => {
+      expect((await cli(['auth', 'public', '--path', 'processes/station-info'])).code).toBe(0);
+      await refused(['auth', 'add-network', '--path', 'processes/station-info', '--cidr', '203.0.113.7/32'], 2, /is public \(every method open\): take that back first with public --off, then add the network/);
+      expect((await cli(['auth', 'add-network', '--path', 'processes/svc', '--cidr', '203.0.113.7/32'])).code).toBe(0);
+      await refused(['auth', 'public', '--path', 'processes/svc'], 2, /cannot be public while it has networks \(remove-network\)/);
+      const many = listFile('many.txt', Array.from({ length: 257 }, (_, i) => `10.${i >> 8}.${i & 255}.0/24`).join('\n'));
+      await refused(['auth', 'add-network', ...DATA, '--from-file', many], 1, /would hold 257 networks, more than the 256 an object may/);
+    });
+
+    it('-o wcmp2 says that download is limited to the granted networks, and how to present a token otherwise', async () => {
+      expect((await cli(['auth', 'add-network', '--metadata-id', 'urn:wmo:md:mw-met:core', '--cidr', '203.0.113.7/32'])).code).toBe(0);
+      const { security } = JSON.parse((await cli(['auth', 'show', '--metadata-id', 'urn:wmo:md:mw-met:core', '-o', 'wcmp2'])).stdout) as { security: Record<string, { description: string }> };
+      expect(Object.keys(security)).toEqual(['default', 'query', 'basic']);
+      for (const s of Object.values(security)) expect(s.description).toMatch(/Download of the dataset urn:wmo:md:mw-met:core is limited to the networks the data provider grants, such as the WIS2 Global Services: fetch it from a WIS2 Global Cache, or present a token/);
+      expect(security.default!.description).toMatch(/Authorization: Bearer <token>/);
+    });
+
+    it('concurrent add-network and add-token on one scope: no grant is lost', async () => {
+      const results = await Promise.all([
+        ...Array.from({ length: 8 }, (_, i) => cli(['auth', 'add-network', '--topic-hierarchy', TOPIC, '--cidr', `192.0.2.${i}/32`])),
+        ...Array.from({ length: 4 }, (_, i) => cli(['auth', 'add-token', '--topic-hierarchy', TOPIC, `concurrent-token-${String(i).padStart(4, '0')}`])),
+      ]);
+      expect(results.map((r) => r.code)).toEqual(results.map(() => 0));
+      const [only] = await fixture.objects();
+      const spec = only!.spec as ProtectedScope['spec'];
+      expect(spec.networks?.map((n) => n.cidr).sort()).toEqual(Array.from({ length: 8 }, (_, i) => `192.0.2.${i}/32`).sort());
+      expect(spec.tokens).toHaveLength(4);
     });
   });
 

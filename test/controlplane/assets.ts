@@ -359,3 +359,24 @@ export function envoyGatewayModuleDir(): string {
 export function ensureEnvoyGateway(): Promise<string> {
   return ensurePinnedModuleBinary(envoyGatewayRecipe);
 }
+
+// oauth2-proxy, the peer bench:auth measures svc-auth's browser sessions against (issue 29). Its main package is the
+// module's root; the version is stamped where its Makefile stamps it.
+export const OAUTH2_PROXY = { module: 'github.com/oauth2-proxy/oauth2-proxy/v7', version: 'v7.15.6', sum: 'h1:4xZOFvyGysSUxdrEVyLjo+NduqGHbGV9bLE8XD49IJM=' } as const;
+
+const oauth2ProxyRecipe: PinnedModuleBinary = {
+  ...OAUTH2_PROXY, name: 'oauth2-proxy', target: '.',
+  ldflags: `-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=${OAUTH2_PROXY.version}`,
+  // 136 s with empty module and build caches (module download + compile), while the 2 cores ran a load average of ~7.
+  envVar: 'TEST_ASSET_OAUTH2_PROXY', goNeeded: '1.26.0', coldMinutes: 3,
+};
+
+/** Where the oauth2-proxy build is cached (keyed by version and the pinned module sum). */
+export function oauth2ProxyBuildDir(): string {
+  return pinnedBuildDir(oauth2ProxyRecipe);
+}
+
+/** TEST_ASSET_OAUTH2_PROXY, else the cached build, else `go build` of the pinned module. */
+export function ensureOauth2Proxy(): Promise<string> {
+  return ensurePinnedModuleBinary(oauth2ProxyRecipe);
+}

@@ -108,6 +108,21 @@ describeCluster('ProtectedScope CRD', () => {
       expect(created.spec.subjects).toEqual(subjects);
     });
 
+    it('networks: IPv4 and IPv6 in canonical form, with and without a description, as core reads them', async () => {
+      const networks = [
+        { cidr: '203.0.113.7/32', description: 'Global Cache' }, { cidr: '198.51.100.0/24' }, { cidr: '0.0.0.0/0' }, { cidr: '2001:db8::/32' },
+        { cidr: '2001:db8::7/128' }, { cidr: '::/0' }, { cidr: 'fe80::/10' }, { cidr: '1::2:0:0:3/128' }, { cidr: '::102:304/128' },
+      ];
+      const created = await create(scope({ path: 'data', tokens: [], networks })) as { spec: { networks: unknown } };
+      expect(created.spec.networks).toEqual(networks);
+      expect(validateProtectedScope(scope({ path: 'data', tokens: [], networks })).ok).toBe(true);
+    });
+
+    it('the maximum of 256 networks', async () => {
+      const networks = Array.from({ length: 256 }, (_, i) => ({ cidr: `10.${i}.0.0/16`, description: `network ${i}` }));
+      await create(scope({ topicHierarchy: 'many', tokens: [], networks }));
+    });
+
     it('adding and removing tokens on update (the scope unchanged)', async () => {
       const name = `ps-update-${++counter}`;
       await create(scope({ path: 'collections/stations', tokens: [token()] }, name));
@@ -195,11 +210,12 @@ describeCluster('ProtectedScope CRD', () => {
       ['tokens', { path: 'processes/station-info', public: true, tokens: [token()] }],
       ['subjects', { path: 'processes/station-info', public: true, tokens: [], subjects: [{ kind: 'User', name: 'a' }] }],
       ['closed: true', { path: 'processes/station-info', public: true, closed: true, tokens: [] }],
+      ['networks', { path: 'processes/station-info', public: true, tokens: [], networks: [{ cidr: '203.0.113.7/32' }] }],
       ['a topic', { topicHierarchy: 'a.b', public: true, tokens: [] }],
       ['a metadata id', { metadataId: 'urn:a:b', public: true, tokens: [] }],
     ])('public with %s (core refuses it the same way)', async (_label, spec) => {
       const msg = await rejection(scope(spec));
-      expect(msg).toContain('public is only for a path scope without tokens, subjects or closed: true');
+      expect(msg).toContain('public is only for a path scope without tokens, subjects, networks or closed: true');
       expect(validateProtectedScope(scope(spec)).ok).toBe(false);
     });
 
@@ -252,6 +268,40 @@ describeCluster('ProtectedScope CRD', () => {
       ['a duplicate', [{ kind: 'Group', name: 'g' }, { kind: 'Group', name: 'g' }], 'spec.subjects[1]: Duplicate value'],
     ])('a subject with %s (core refuses it the same way)', async (_label, subjects, message) => {
       const body = scope({ topicHierarchy: 'a', tokens: [], subjects });
+      expect(await rejection(body)).toContain(message);
+      expect(validateProtectedScope(body).ok).toBe(false);
+    });
+
+    it.each([
+      ['host bits set', '203.0.113.9/24', 'cidr must be in canonical form'],
+      ['IPv6 host bits set', '2001:db8::1/32', 'cidr must be in canonical form'],
+      ['upper-case IPv6', '2001:DB8::/32', 'cidr must be in canonical form'],
+      ['IPv6 groups with leading zeros', '2001:0db8::/32', 'cidr must be in canonical form'],
+      ['IPv6 not compressed', '2001:db8:0:0:0:0:0:0/32', 'cidr must be in canonical form'],
+      ['a second-longest zero run compressed', '1::2:0:0:0:3/128', 'cidr must be in canonical form'],
+      ['an IPv4 tail', '::1.2.3.4/128', 'cidr must be in canonical form'],
+      ['a prefix with a leading zero', '203.0.113.0/024', 'cidr must be'],
+      ['IPv4-mapped IPv6', '::ffff:203.0.113.0/120', 'cidr must be a network ADDRESS/PREFIX'],
+      ['a bare address', '203.0.113.7', 'cidr must be a network ADDRESS/PREFIX'],
+      ['leading zeros in IPv4', '010.0.0.0/8', 'cidr must be a network ADDRESS/PREFIX'],
+      ['a prefix too long', '203.0.113.0/33', 'cidr must be a network ADDRESS/PREFIX'],
+      ['a zone', 'fe80::%eth0/64', 'cidr must be a network ADDRESS/PREFIX'],
+      ['no network', 'gateway', 'cidr must be a network ADDRESS/PREFIX'],
+    ])('a network with %s (core refuses it the same way, naming the form to use)', async (_label, cidr, message) => {
+      const body = scope({ topicHierarchy: 'a', tokens: [], networks: [{ cidr }] });
+      const msg = await rejection(body);
+      expect(msg).toContain('spec.networks[0].cidr');
+      expect(msg).toContain(message);
+      expect(validateProtectedScope(body).ok).toBe(false);
+    });
+
+    it.each([
+      ['a duplicate', [{ cidr: '203.0.113.0/24' }, { cidr: '203.0.113.0/24', description: 'again' }], 'spec.networks[1]: Duplicate value'],
+      ['no cidr', [{ description: 'x' }], 'spec.networks[0].cidr: Required value'],
+      ['a long description', [{ cidr: '203.0.113.0/24', description: 'x'.repeat(257) }], 'spec.networks[0].description'],
+      ['more than 256', Array.from({ length: 257 }, (_, i) => ({ cidr: `10.${i >> 8}.${i & 255}.0/24` })), 'spec.networks: Too many: 257: must have at most 256 items'],
+    ])('networks with %s (core refuses them the same way)', async (_label, networks, message) => {
+      const body = scope({ topicHierarchy: 'a', tokens: [], networks });
       expect(await rejection(body)).toContain(message);
       expect(validateProtectedScope(body).ok).toBe(false);
     });
@@ -339,7 +389,7 @@ describeCluster('ProtectedScope CRD', () => {
       });
     }
 
-    it('prints Scope, Kind, State, Tokens, Age (and Active, Ready with -o wide)', async () => {
+    it('prints Scope, Kind, State, Tokens, Age (and Active, Networks, Ready with -o wide)', async () => {
       const name = `ps-printer-${++counter}`;
       const body = scope({ topicHierarchy: 'origin.a.wis2.mw-met.data.core', tokens: [token(), token({ expiresAt: '2020-01-01T00:00:00Z' })] }, name);
       (body.metadata as Record<string, unknown>).labels = { printer: 'yes' };
@@ -348,7 +398,7 @@ describeCluster('ProtectedScope CRD', () => {
         group, version, namespace, plural, name,
         body: {
           status: {
-            observedGeneration: 1, state: 'Closed', scope: 'origin.a.wis2.mw-met.data.core', kind: 'topicHierarchy', tokens: 2, activeTokens: 1,
+            observedGeneration: 1, state: 'Closed', scope: 'origin.a.wis2.mw-met.data.core', kind: 'topicHierarchy', tokens: 2, activeTokens: 1, networks: 3,
             conditions: [{ type: 'Ready', status: 'True', reason: 'Compiled', message: 'in snapshot', observedGeneration: 1, lastTransitionTime: '2026-11-21T10:00:00Z' }],
           },
         },
@@ -356,13 +406,13 @@ describeCluster('ProtectedScope CRD', () => {
 
       const t = await table();
       const columns = t.columnDefinitions.map((c) => c.name);
-      expect(columns).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Active', 'Ready', 'Age']);
+      expect(columns).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Active', 'Networks', 'Ready', 'Age']);
       // kubectl hides priority > 0 columns unless -o wide
       expect(t.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Age']);
       expect(t.rows).toHaveLength(1);
       const cells = t.rows[0]?.cells ?? [];
-      expect(cells.slice(0, 7)).toEqual([name, 'origin.a.wis2.mw-met.data.core', 'topicHierarchy', 'Closed', 2, 1, 'True']);
-      expect(String(cells[7])).toMatch(/^\d+s$/);
+      expect(cells.slice(0, 8)).toEqual([name, 'origin.a.wis2.mw-met.data.core', 'topicHierarchy', 'Closed', 2, 1, 3, 'True']);
+      expect(String(cells[8])).toMatch(/^\d+s$/);
     });
 
     it('answers to its short name and category in discovery', async () => {

@@ -26,6 +26,7 @@ const TIMEOUT = 120_000;
 interface Status {
   state?: string;
   tokens?: number;
+  networks?: number;
   activeTokens?: number;
   observedGeneration?: number;
   scope?: string;
@@ -238,6 +239,34 @@ describeCluster('svc-operator + svc-auth on the control plane', () => {
       expect((await events(ns)).length).toBe(eventsBefore);
       const m = await second.metrics();
       expect(m.get('svc_operator_reconciles_total{result="success"}')).toBeGreaterThanOrEqual(1);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'networks: a scope with only networks is Closed with status.networks, compiled into the snapshot, loaded by svc-auth; removing them opens it',
+    async () => {
+      const ns = await newNamespace('op-networks');
+      await operator(ns);
+      const svc = await auth(ns);
+      const file = topicFile('origin.net.wis2.data.core');
+      await until('svc-auth ready', () => svc.ready());
+      const networks = [{ cidr: '203.0.113.7/32', description: 'Global Cache' }, { cidr: '2001:db8::/32' }];
+      await createScope(kube, ns, 'net', { topicHierarchy: 'origin.net.wis2.data.core', tokens: [], networks });
+      const s = await until('status of net', async () => {
+        const st = await status(ns, 'net');
+        return st?.state === 'Closed' ? st : undefined;
+      });
+      expect(s).toMatchObject({ tokens: 0, networks: 2 });
+      expect(s.conditions?.find((c) => c.type === 'Ready')?.message).toMatch(/this object has 0 tokens \(0 active\) and 2 networks/);
+      // svc-auth loads the line: the scope is closed to a request without a credential.
+      await until('closed in svc-auth', async () => (await svc.decide(file)) === 401);
+      const shards = (await listSnapshotConfigMaps(kube, ns)).flatMap((cm) => Object.values(cm.data ?? {}));
+      expect(shards.join('\n')).toContain('{"kind":"topic","value":"origin.net.wis2.data.core","tokens":[],"networks":["2001:db8::/32","203.0.113.7/32"]}');
+      await updateSpec(kube, ns, 'net', (spec) => ({ topicHierarchy: spec.topicHierarchy, tokens: [] }));
+      await until('open again', async () => (await svc.decide(file)) === 200);
+      await until('status of net open', async () => (await status(ns, 'net'))?.state === 'Open');
+      expect((await status(ns, 'net'))?.networks).toBeUndefined();
     },
     TIMEOUT,
   );

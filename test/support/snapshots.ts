@@ -18,7 +18,10 @@ export const rec = (hash: TokenHash, expiresAt?: string): TokenRecord => ({
   ...(expiresAt === undefined ? {} : { expiresAt }),
 });
 let names = 0;
-export const obj = (scope: Scope, tokens: TokenRecord[]): ProtectedScope => newProtectedScope(scope, `o-${names++}`, 'svc', tokens);
+export const obj = (scope: Scope, tokens: TokenRecord[], networks?: readonly string[]): ProtectedScope => {
+  const o = newProtectedScope(scope, `o-${names++}`, 'svc', tokens);
+  return networks === undefined ? o : { ...o, spec: { ...o.spec, networks: networks.map((cidr) => ({ cidr })) } };
+};
 export const topic = (value: string): Scope => ({ kind: 'topic', value });
 export const dataset = (value: string): Scope => ({ kind: 'dataset', value });
 export const path = (value: string): Scope => ({ kind: 'path', value });
@@ -26,8 +29,14 @@ export const path = (value: string): Scope => ({ kind: 'path', value });
 export const scopePool: Scope[] = [topic('a'), topic('a.b'), topic('a.b.c'), dataset('urn:x'), dataset('urn:x:y'), path('processes/svc'), path('collections/stations')];
 export const hashPool = Array.from({ length: 6 }, (_, i) => H(`pool-${i}`));
 export const expiryArb = fc.constantFrom(undefined, '2026-01-01T00:00:00Z', '2027-01-01T00:00:00Z', '2027-01-01T01:00:00+01:00', '2030-06-01T12:00:00.5Z');
+/** Networks that overlap (a /32 inside a /24) and of both families. */
+export const networkPool = ['203.0.113.0/24', '203.0.113.7/32', '198.51.100.0/24', '2001:db8::/32', '2001:db8::7/128'];
 export const objectArb = fc
-  .tuple(fc.constantFrom(...scopePool), fc.uniqueArray(fc.tuple(fc.constantFrom(...hashPool), expiryArb), { maxLength: 4, selector: ([h]) => h }))
-  .map(([scope, tokens]) => obj(scope, tokens.map(([h, e]) => rec(h, e))));
+  .tuple(
+    fc.constantFrom(...scopePool),
+    fc.uniqueArray(fc.tuple(fc.constantFrom(...hashPool), expiryArb), { maxLength: 4, selector: ([h]) => h }),
+    fc.option(fc.uniqueArray(fc.constantFrom(...networkPool), { minLength: 1, maxLength: 3 }), { nil: undefined, freq: 3 }),
+  )
+  .map(([scope, tokens, networks]) => obj(scope, tokens.map(([h, e]) => rec(h, e)), networks));
 export const objectsArb = fc.array(objectArb, { maxLength: 10 });
 export const snapshotArb = objectsArb.map(compileSnapshot);

@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
-import Provider from 'oidc-provider';
+import Provider, { type ClientMetadata } from 'oidc-provider';
 
 export interface User {
   readonly password: string;
@@ -18,14 +18,25 @@ export interface User {
   readonly groups: readonly string[];
 }
 
+/** A client that signs browsers in (svc-auth's --sign-in-client-id): its callbacks, and a secret unless it is public. */
+export interface SignInClient {
+  readonly secret?: string;
+  readonly redirectUris: readonly string[];
+  readonly postLogoutRedirectUris?: readonly string[];
+}
+
 export interface ProviderOptions {
   readonly users: Readonly<Record<string, User>>;
   /** Clients (id → secret) allowed to ask for ID tokens. */
   readonly clients: Readonly<Record<string, string>>;
+  /** Clients for browser sign-in (code flow with PKCE, redirects to svc-auth's callback). */
+  readonly signInClients?: Readonly<Record<string, SignInClient>>;
   /** ID token lifetime in seconds, or per client (default 300). */
   readonly idTokenTtl?: number | ((clientId: string) => number);
   /** Listen on this port (a restart keeps the issuer). */
   readonly port?: number;
+  /** Redirect URIs every client may use besides this module's own (a relying party's callback: oauth2-proxy's, svc-auth's). */
+  readonly redirectUris?: readonly string[];
 }
 
 const REDIRECT = 'http://127.0.0.1/callback';
@@ -49,13 +60,19 @@ export class OidcProvider {
     const users = this.o.users;
     const ttl = this.o.idTokenTtl ?? 300;
     const provider = new Provider(this.issuer, {
-      clients: Object.entries(this.o.clients).map(([client_id, client_secret]) => ({ client_id, client_secret, redirect_uris: [REDIRECT], grant_types: ['authorization_code'], response_types: ['code'] })),
+      clients: [
+        ...Object.entries(this.o.clients).map(([client_id, client_secret]) => ({ client_id, client_secret, redirect_uris: [REDIRECT, ...(this.o.redirectUris ?? [])], grant_types: ['authorization_code'], response_types: ['code'] })),
+        ...Object.entries(this.o.signInClients ?? {}).map(([client_id, c]) => ({
+          client_id, ...(c.secret !== undefined ? { client_secret: c.secret } : { token_endpoint_auth_method: 'none' as const }),
+          redirect_uris: [...c.redirectUris], post_logout_redirect_uris: [...(c.postLogoutRedirectUris ?? [])], grant_types: ['authorization_code'], response_types: ['code'],
+        })),
+      ] as ClientMetadata[],
       jwks: { keys: [jwk] },
       claims: { openid: ['sub'], email: ['email'], groups: ['groups'] },
       scopes: ['openid', 'email', 'groups'],
       findAccount: (_ctx, id) => (users[id] ? { accountId: id, claims: () => ({ sub: id, email: users[id]!.email, groups: [...users[id]!.groups] }) } : undefined),
       features: { devInteractions: { enabled: false } },
-      // Only the PKCE-free confidential code flow this module drives; no refresh tokens.
+      // PKCE is not required (this module's own flow goes without), and checked when sent (svc-auth's sign-in); no refresh tokens.
       pkce: { required: () => false },
       ttl: { IdToken: (_ctx, _token, client) => (typeof ttl === 'function' ? ttl(client?.clientId ?? '') : ttl), AccessToken: 300, AuthorizationCode: 60, Interaction: 60, Session: 600, Grant: 600 },
       cookies: { keys: [randomBytes(16).toString('hex')] },
