@@ -35,6 +35,8 @@ export interface EnvoyGatewayOptions {
    * `listener`: only that Envoy listens (a route Envoy Gateway refuses has no filter to wait for).
    */
   readonly ready?: 'ext-authz' | 'listener';
+  /** Envoy's access log (one JSON line per request on Envoy Gateway's output); default on. Off for benches. */
+  readonly accessLog?: boolean;
 }
 
 export interface RunningEnvoyGateway {
@@ -44,6 +46,8 @@ export interface RunningEnvoyGateway {
   stop(): Promise<void>;
   /** The last lines of Envoy Gateway's output (Envoy's included), for failure messages. */
   tail(lines?: number): string;
+  /** Envoy Gateway's pid and its Envoys' (a bench pins them to a core). */
+  pids(): number[];
 }
 
 function backendRef(name: string, port: number): string {
@@ -98,7 +102,7 @@ spec:
  * attaches to (listener on b.listen, routes from every namespace since the HTTPRoute lives in "svc"), an
  * EnvoyProxy that pins the host Envoy to the PyPI build's version, and the Backends standing in for the Services.
  */
-export function envoyGatewayTestObjects(b: Backends): string {
+export function envoyGatewayTestObjects(b: Backends, accessLog = true): string {
   const backend = (name: string, port: number) => `---
 apiVersion: gateway.envoyproxy.io/v1alpha1
 kind: Backend
@@ -114,7 +118,7 @@ spec:
   provider:
     type: Host
     host: { envoyVersion: "${ENVOY.version}" }
-  concurrency: 1
+  concurrency: 1${accessLog ? '' : '\n  telemetry: { accessLog: { disable: true } }'}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
@@ -241,7 +245,7 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
 
   const resources = join(dir, 'resources');
   mkdirSync(resources, { recursive: true });
-  writeFileSync(join(resources, 'test-objects.yaml'), envoyGatewayTestObjects(b));
+  writeFileSync(join(resources, 'test-objects.yaml'), envoyGatewayTestObjects(b, opts.accessLog ?? true));
   writeFileSync(join(resources, 'envoy-gateway-securitypolicy.yaml'), opts.resources ?? envoyGatewayPolicy(b));
 
   // The xDS server's and Envoy's certificates (one CA), where the Host infrastructure looks for them.
@@ -284,7 +288,7 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
       describe: () => proc.tail(60),
     });
     log(`Envoy Gateway serves data.example.org on :${b.listen} (ext_authz to 127.0.0.1:${b.auth})`);
-    return { port: b.listen, stop, tail: (lines?: number) => proc.tail(lines) };
+    return { port: b.listen, stop, tail: (lines?: number) => proc.tail(lines), pids: () => [...(proc.pid === undefined ? [] : [proc.pid]), ...envoysUnder(dir)] };
   } catch (e) {
     await stop();
     throw e;
