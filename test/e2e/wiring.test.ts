@@ -19,10 +19,11 @@ import { freePorts } from '../support/ports.js';
 import { backendRefsToBackends, loopbackBackends, startEnvoyGateway, type RunningEnvoyGateway } from './support/envoy-gateway.js';
 import { buildWafTree, WAF, type WafTree } from './support/fixtures.js';
 import { initialScopes, makeTokens, type TokenName } from './support/harness.js';
-import { header, rawRequest, type RawResponse } from './support/net.js';
+import { rawRequest, type RawResponse } from './support/net.js';
 import { writeScopeAtomically } from './support/scopes.js';
 import { SvcAuth } from './support/svc-auth.js';
 import { startTraefikProvider, type TraefikKube } from './support/traefik-kube.js';
+import { sendWith, wiredCases, type WiredRequest } from './support/wiring-cases.js';
 import { EXTERNAL_URL, loopbackServices, renderWiring, startCountingServer, wiredValues, WIRED_HOST, yamlStream, type CountingServer, type WiredController } from './support/wiring.js';
 import { stopServer } from './support/oapi-standin.js';
 
@@ -52,38 +53,7 @@ let cp: ControlPlane | undefined;
 const traefiks: TraefikKube[] = [];
 let envoyGateway: RunningEnvoyGateway | undefined;
 
-function send(port: number, req: { method?: string; target: string; headers?: readonly (readonly [string, string])[]; body?: string; host?: string }, token?: TokenName, via: 'bearer' | 'query' = 'bearer'): Promise<RawResponse> {
-  let target = req.target;
-  const headers = [...(req.headers ?? [])];
-  if (token !== undefined) {
-    if (via === 'query') target = `${target}${target.includes('?') ? '&' : '?'}token=${tokens[token]}`;
-    else headers.push(['Authorization', `Bearer ${tokens[token]}`]);
-  }
-  return rawRequest(port, { method: req.method ?? 'GET', target, headers, body: req.body, host: req.host ?? WIRED_HOST });
-}
-
-/** A browser's top-level navigation, and a page's fetch(): what Chromium sends. */
-const NAVIGATION = [['Accept', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'], ['Sec-Fetch-Mode', 'navigate'], ['Sec-Fetch-Site', 'none'], ['Sec-Fetch-Dest', 'document']] as const;
-const FETCH = [['Accept', '*/*'], ['Sec-Fetch-Mode', 'cors'], ['Sec-Fetch-Site', 'same-origin'], ['Sec-Fetch-Dest', 'empty']] as const;
-
-/** Every other controller's header family, sent by the client to pass the closed file off as an open one. */
-const FAMILIES: readonly [string, readonly (readonly [string, string])[]][] = [
-  ['ingress-nginx\'s X-Original-URL and X-Original-URI', [['X-Original-URL', `http://${WIRED_HOST}${WAF.openTopicFile}`], ['X-Original-URI', WAF.openTopicFile], ['X-Original-Method', 'GET']]],
-  ['Traefik\'s X-Forwarded-Uri and X-Forwarded-Method', [['X-Forwarded-Uri', WAF.openTopicFile], ['X-Forwarded-Method', 'GET']]],
-  ['Envoy\'s X-Envoy-Original-Path', [['X-Envoy-Original-Path', WAF.openTopicFile]]],
-  ['NGINX Gateway Fabric\'s Path and Method', [['Path', WAF.openTopicFile], ['Method', 'GET']]],
-  ['the original\'s X-Api-Http-Method and a rewrite prefix', [['X-Api-Http-Method', 'GET'], ['X-Forwarded-Prefix', '/data/metadata'], ['X-Rewrite-URL', WAF.openTopicFile]]],
-  ['every family at once', [['X-Original-URL', `http://${WIRED_HOST}${WAF.openTopicFile}`], ['X-Original-URI', WAF.openTopicFile], ['X-Forwarded-Uri', WAF.openTopicFile], ['X-Envoy-Original-Path', WAF.openTopicFile], ['Path', WAF.openTopicFile]]],
-];
-/** The same families' method headers on a stations write, and the method overrides. */
-const METHOD_FAMILIES: readonly [string, string, string][] = [
-  ['X-Original-Method', 'GET', 'ingress-nginx\'s'],
-  ['X-Forwarded-Method', 'GET', 'Traefik\'s'],
-  ['Method', 'GET', 'NGINX Gateway Fabric\'s'],
-  ['X-Api-Http-Method', 'GET', 'the original\'s'],
-  ['X-HTTP-Method-Override', 'GET', 'a method override'],
-  ['X-Method-Override', 'GET', 'a method override'],
-];
+const send = (port: number, req: WiredRequest, token?: TokenName, host?: string): Promise<RawResponse> => sendWith(tokens, port, host ? { host } : {})(req, token);
 
 async function startTraefiks(helm: string): Promise<void> {
   const p = { auth: ports.auth, waf: ports.waf, oapi: ports.oapi };
@@ -140,79 +110,18 @@ afterAll(async () => {
 }, 120_000);
 
 describe.each(ROUTED.map((c) => [NAMES[c], c] as const))('%s, reading what helm template rendered', (_name, controller) => {
-  const port = (): number => ports[controller];
-
-  it('a closed file needs its token: 401 with the challenge, and the backend is never asked', async () => {
-    const before = wafServer!.seen.length;
-    const res = await send(port(), { target: WAF.topicFile });
-    expect(res.status).toBe(401);
-    expect(header(res, 'www-authenticate')).toMatch(/^Bearer /);
-    expect(res.body.includes(waf.markers.topicFile)).toBe(false);
-    expect(wafServer!.seen.length).toBe(before);
-  });
-
-  it('an open file needs none', async () => {
-    const res = await send(port(), { target: WAF.openTopicFile });
-    expect(res.status).toBe(200);
-    expect(res.body.includes(waf.markers.openTopicFile)).toBe(true);
-  });
-
-  it.each([['Authorization: Bearer', 'bearer'], ['?token=', 'query']] as const)('the token holder gets the closed file (%s)', async (_n, via) => {
-    const res = await send(port(), { target: WAF.topicFile }, 'topic', via);
-    expect(res.status).toBe(200);
-    expect(res.body.includes(waf.markers.topicFile)).toBe(true);
-  });
-
-  it('another scope\'s token is refused with 403', async () => {
-    const res = await send(port(), { target: WAF.topicFile }, 'dataset');
-    expect(res.status).toBe(403);
-    expect(res.body.includes(waf.markers.topicFile)).toBe(false);
-  });
-
-  it('a browser\'s navigation to the closed file is sent to sign in; a page\'s fetch() keeps its 401', async () => {
-    const nav = await send(port(), { target: WAF.topicFile, headers: NAVIGATION });
-    expect(nav.status).toBe(302);
-    expect(header(nav, 'location')).toMatch(new RegExp(`^${EXTERNAL_URL.replaceAll('.', '\\.')}/authz/sign-in\\?rd=`));
-    const fetched = await send(port(), { target: WAF.topicFile, headers: FETCH });
-    expect(fetched.status).toBe(401);
-  });
-
-  it.each(FAMILIES)('the client\'s %s naming an open file: refused, never the closed file', async (_n, headers) => {
-    const before = wafServer!.seen.length;
-    const res = await send(port(), { target: WAF.topicFile, headers });
-    expect([400, 401, 403]).toContain(res.status);
-    expect(res.body.includes(waf.markers.topicFile)).toBe(false);
-    expect(wafServer!.seen.length).toBe(before);
-  });
-
-  it.each(METHOD_FAMILIES)('a stations POST with the client\'s %s: %s (%s): refused, the API never reached', async (name, value) => {
-    const before = oapiServer!.seen.length;
-    const res = await send(port(), { method: 'POST', target: '/oapi/collections/stations/items', headers: [['Content-Type', 'application/geo+json'], [name, value]], body: '{}' });
-    expect([400, 401, 403]).toContain(res.status);
-    expect(oapiServer!.seen.length).toBe(before);
-  });
-
-  it('a stations POST with its token reaches the API (the method is the request\'s)', async () => {
-    const res = await send(port(), { method: 'POST', target: '/oapi/collections/stations/items', headers: [['Content-Type', 'application/geo+json']], body: '{}' }, 'stations');
-    expect(res.status).toBe(200);
-    expect(oapiServer!.seen.at(-1)).toBe('POST /oapi/collections/stations/items');
-  });
-
-  it('svc-auth\'s pages are routed on the host: the public list, exactly as svc-auth answers it', async () => {
-    const [direct, via] = await Promise.all([rawRequest(ports.auth, { target: '/authz/v1/protected', host: WIRED_HOST }), send(port(), { target: '/authz/v1/protected' })]);
-    expect(via.status).toBe(200);
-    expect(via.body).toBe(direct.body);
-  });
-
-  it.each(['/authz/auth-request', '/authz/forward-auth', '/authz/ext-authz', `/authz/ext-authz${WAF.topicFile}`, '/authorize'])('svc-auth\'s decision endpoint %s is not routed (404), even with a token', async (target) => {
-    const res = await send(port(), { target, headers: [['X-Original-URL', `http://${WIRED_HOST}${WAF.topicFile}`], ['X-Forwarded-Uri', WAF.topicFile]] }, 'topic');
-    expect(res.status).toBe(404);
-  });
+  wiredCases(() => ({
+    send: sendWith(tokens, ports[controller]),
+    direct: (target) => rawRequest(ports.auth, { target, host: WIRED_HOST }),
+    waf,
+    wafSeen: () => wafServer!.seen,
+    apiSeen: () => oapiServer!.seen,
+  }));
 });
 
 describe('Gateway API\'s ExternalAuth filter (protect.controller gateway-api), read by Envoy Gateway v1.9', () => {
   it.each([['the closed file', WAF.topicFile], ['the open file', WAF.openTopicFile]])('refuses the filter, and the route fails closed: %s is a 500, never the file', async (_n, target) => {
-    const res = await send(ports['envoy-gateway'], { target, host: GW_HOST }, 'topic');
+    const res = await send(ports['envoy-gateway'], { target }, 'topic', GW_HOST);
     expect(res.status).toBe(500);
     expect(Object.values(waf.markers).some((m) => res.body.includes(m))).toBe(false);
   });

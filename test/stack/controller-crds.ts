@@ -28,6 +28,10 @@ export function gatewayCrdsYaml(helm: string): string {
 export function installCrdsYaml(kubeconfig: string, yaml: string, waitFor: readonly string[]): void {
   const applied = kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '--field-manager=svc-test-crds', '-f', '-'], yaml);
   if (applied.status !== 0) throw new Error(`installing CRDs failed:\n${applied.stderr}`);
-  const waited = kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', ...waitFor.map((c) => `crd/${c}`)]);
+  // A CRD just created may have no conditions yet, which kubectl wait reports as an error rather than waiting on.
+  let waited = kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', ...waitFor.map((c) => `crd/${c}`)]);
+  for (let attempt = 0; waited.status !== 0 && /accessor error/.test(waited.stderr) && attempt < 20; attempt++) {
+    waited = kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', ...waitFor.map((c) => `crd/${c}`)]);
+  }
   if (waited.status !== 0) throw new Error(`CRDs not established:\n${waited.stderr}`);
 }
