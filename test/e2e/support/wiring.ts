@@ -80,7 +80,7 @@ export interface CountingServer {
   readonly seen: string[];
 }
 
-export async function startCountingServer(port: number, root?: string): Promise<CountingServer> {
+export async function startCountingServer(port: number, root?: string, address = '127.0.0.1'): Promise<CountingServer> {
   const seen: string[] = [];
   const server = createServer((req, res) => {
     req.resume();
@@ -100,7 +100,7 @@ export async function startCountingServer(port: number, root?: string): Promise<
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(port, address, () => resolve());
   });
   return { server, seen };
 }
