@@ -271,10 +271,12 @@ suite('browser sign-in with Chromium and Keycloak through real nginx and real Tr
     await withBrowser(async (page) => {
       expect(await signIn(page, nginxFront, 'alice')).toBe(200);
       await withBrowser(async (fresh) => {
-        // Keycloak goes away after the login form, before svc-auth exchanges the code: held at the callback.
-        await fresh.route((u) => u.pathname === '/authz/callback', async (route) => {
+        // Keycloak goes away right after it accepted the login form, before svc-auth exchanges the code: its answer
+        // (the redirect to the callback) is taken, Keycloak stopped, then the answer handed to the browser.
+        await fresh.route((u) => u.origin === keycloak.url && u.pathname.endsWith('/login-actions/authenticate'), async (route) => {
+          const response = await route.fetch({ maxRedirects: 0 });
           await keycloak.stop({ keepHome: true });
-          await route.continue();
+          await route.fulfill({ response });
         });
         await fresh.goto(`${nginxFront.origin}${FILE}`);
         await expect(fresh.title()).resolves.toBe('Sign in to svc test realm');
