@@ -38,6 +38,8 @@ const EXECUTION = '/oapi/processes/svc-synop2bufr/execution';
 const CLIENT_SECRET = realm.clients['svc-auth']!.secret!;
 const DOC_IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 type Who = 'alice' | 'bob' | 'carol';
+/** The screenshots' window: small enough for the README. */
+const SMALL = { viewport: { width: 800, height: 560 } };
 
 /** One proxy in front of svc-auth: the origin the browser opens. */
 interface Front {
@@ -162,7 +164,7 @@ suite('browser sign-in with Chromium and Keycloak through real nginx and real Tr
         await page.goto(`${front.origin}/authz/v1/session`);
         expect(await page.textContent('body')).toContain('alice@example.org');
         if (shoot) await screenshot(page, 'sign-in-session');
-      }, { browser, failureScreenshot: `browser-${front.name}-alice` });
+      }, { browser, failureScreenshot: `browser-${front.name}-alice`, context: SMALL });
     }, 180_000);
 
     it('carol, in no group with no grant: the 403 page names her, says she lacks access and offers sign-out', async () => {
@@ -177,7 +179,7 @@ suite('browser sign-in with Chromium and Keycloak through real nginx and real Tr
         const again = await page.goto(`${front.origin}${FILE}`);
         expect(again?.status()).toBe(403);
         if (shoot) await screenshot(page, 'sign-in-403');
-      }, { browser, failureScreenshot: `browser-${front.name}-carol` });
+      }, { browser, failureScreenshot: `browser-${front.name}-carol`, context: SMALL });
     }, 180_000);
 
     it('sign-out: the confirm button, Keycloak signs out too, and the next navigation asks again', async () => {
