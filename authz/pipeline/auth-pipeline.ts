@@ -7,7 +7,7 @@
 import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from '../http/answers.js';
 import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
-import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
+import { ambiguousEndpointPath, ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
 import { decidedLater, decidedNow, type Deciding, type Described, type Exchange } from './exchange.js';
 import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from '../http/http-front.js';
 import { ImportedCheck } from './imported-check.js';
@@ -84,6 +84,7 @@ class AuthPipeline {
     const index = this.ctx.state.index;
     if (index === null) return UNAVAILABLE;
     x.at = Date.now();
+    if (ambiguousEndpointPath(req.url ?? '')) return decidedNow({ outcome: 'malformed', reason: 'dot segments or encoded dots, slashes or backslashes in the endpoint path' });
     const reading = this.read(contract, req);
     if (!reading.ok) return decidedNow({ outcome: 'malformed', reason: reading.reason });
     x.reading = reading;
