@@ -25,4 +25,5 @@ export function contractFor(url: string): Contract<EndpointName> | undefined {
 }
 
 export type { Contract, Reading } from './contract.js';
+export { ADDRESS_PROBLEMS, type AddressProblem } from './client-address.js';
 export { ContractHeaders, LIKELY_PROXIES, type LikelyProxy } from './headers.js';
