@@ -110,6 +110,25 @@ class EndpointHistogram {
   }
 }
 
+/** svc_auth_grants_total (children by credential, made once) and svc_auth_client_address_untrusted_total, all at 0. */
+function networkCounters(registers: Registry[]): { grants: Record<GrantCredential, { inc(): void }>; untrusted: Counter<'endpoint' | 'reason'> } {
+  const grants = new Counter({
+    name: 'svc_auth_grants_total',
+    help: 'Grants by the credential that made them: token, imported (wis2box-auth) token, jwt, session, or network (the client address, docs/access-rules.md "Networks").',
+    labelNames: ['credential'] as const,
+    registers,
+  });
+  for (const c of GRANT_CREDENTIALS) grants.labels(c).inc(0);
+  const untrusted = new Counter({
+    name: 'svc_auth_client_address_untrusted_total',
+    help: 'Refused requests whose endpoint read no client address it can trust (missing, repeated, disagreeing headers, too short a chain for --trusted-proxy-hops, or an endpoint that reads none) while a governing scope grants networks: network grants were off for them.',
+    labelNames: ['endpoint', 'reason'] as const,
+    registers,
+  });
+  for (const endpoint of ENDPOINTS) for (const reason of ADDRESS_PROBLEMS) untrusted.labels(endpoint, reason).inc(0);
+  return { grants: Object.fromEntries(GRANT_CREDENTIALS.map((c) => [c, grants.labels(c)])) as Record<GrantCredential, { inc(): void }>, untrusted };
+}
+
 /**
  * svc-auth's metrics, in their own registry, served on their own port. The per-request work is a few
  * increments of plain arrays; they reach prom-client's metrics at scrape time. Everything about the
@@ -165,21 +184,7 @@ export class AuthMetrics {
     });
     // At 0 from the first scrape, so an alert on its increase works at once.
     for (const endpoint of ENDPOINTS) for (const likely of LIKELY_PROXIES) this.misdirectedRequests.labels(endpoint, likely).inc(0);
-    const grants = new Counter({
-      name: 'svc_auth_grants_total',
-      help: 'Grants by the credential that made them: token, imported (wis2box-auth) token, jwt, session, or network (the client address, docs/access-rules.md "Networks").',
-      labelNames: ['credential'] as const,
-      registers,
-    });
-    this.grants = Object.fromEntries(GRANT_CREDENTIALS.map((c) => [c, grants.labels(c)])) as Record<GrantCredential, { inc(): void }>;
-    for (const c of GRANT_CREDENTIALS) grants.labels(c).inc(0);
-    this.untrustedAddresses = new Counter({
-      name: 'svc_auth_client_address_untrusted_total',
-      help: 'Refused requests whose endpoint read no client address it can trust (missing, repeated, disagreeing headers, too short a chain for --trusted-proxy-hops, or an endpoint that reads none): network grants were off for them.',
-      labelNames: ['endpoint', 'reason'] as const,
-      registers,
-    });
-    for (const endpoint of ENDPOINTS) for (const reason of ADDRESS_PROBLEMS) this.untrustedAddresses.labels(endpoint, reason).inc(0);
+    ({ grants: this.grants, untrusted: this.untrustedAddresses } = networkCounters(registers));
     this.durations = new EndpointHistogram('svc_auth_decision_duration_seconds', 'Time from receiving an auth request to having written its answer.');
     this.registry.registerMetric(this.durations as unknown as Metric);
     this.reloadFailures = new Counter({
