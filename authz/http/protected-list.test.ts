@@ -75,7 +75,7 @@ describe('prefix and public path scopes in the public list', () => {
 describe('scopes with networks in the public list', () => {
   it('say that download is limited to the networks granted, never which ones', () => {
     const o = newProtectedScope(TOPIC, 't', undefined, [record('a')]);
-    const snapshot = compileSnapshot([{ ...o, spec: { ...o.spec, networks: [{ cidr: '203.0.113.7/32', description: 'Global Cache' }] } }, newProtectedScope(DATASET, 'd', undefined, [record('d')])]);
+    const snapshot = compileSnapshot([{ ...o, spec: { ...o.spec, networks: [{ cidr: '203.0.113.7/32', description: 'partner gateway' }] } }, newProtectedScope(DATASET, 'd', undefined, [record('d')])]);
     const index = buildIndex(snapshot.generation, snapshot.lines);
     if (!index.ok) throw new Error(index.error);
     const body = renderProtectedList(index.value, DEFAULT_CONFIG).body;
@@ -83,6 +83,6 @@ describe('scopes with networks in the public list', () => {
       { kind: 'dataset', value: DATASET.value },
       { kind: 'topic', value: TOPIC.value, description: networkLimitNote(`data under the topic ${TOPIC.value}`) },
     ]);
-    expect(body).not.toMatch(/203\.0\.113|Global Cache/);
+    expect(body).not.toMatch(/203\.0\.113|partner gateway/);
   });
 });
