@@ -17,10 +17,12 @@ import { exampleNginxConf } from './support/nginx-example.js';
 import { rawRequest, type RawResponse } from './support/net.js';
 import { manifestFile, newToken, tokenRecord } from './support/scopes.js';
 import { SvcAuth } from './support/svc-auth.js';
-import { startTraefik } from './support/traefik.js';
+import { startTraefik, traefikDynamic, traefikStatic } from './support/traefik.js';
+import { replaceExact } from './support/envoy.js';
+import { ensureTraefik } from '../controlplane/assets.js';
+import { Supervised } from '../support/process.js';
 import { startEnvoy } from './support/envoy.js';
 import { freePorts, httpGet } from '../support/ports.js';
-import type { Supervised } from '../support/process.js';
 import { waitUntil } from '../support/wait.js';
 import { dumpManifests, newProtectedScope, scopeObjectName } from '../../core/index.js';
 
@@ -31,7 +33,7 @@ const suite = plan.action === 'skip' ? describe.skip : describe;
 const HOST = 'data.example.org';
 const ALLOWED = '127.0.0.2';
 const OTHER = '127.0.0.3';
-const PORTS = ['nginx', 'waf', 'auth', 'metrics', 'oapi', 'traefik', 'envoy', 'cache', 'lb', 'controller', 'auth1', 'metrics1'] as const;
+const PORTS = ['nginx', 'waf', 'auth', 'metrics', 'oapi', 'traefik', 'envoy', 'cache', 'lb', 'controller', 'auth1', 'metrics1', 'traefikHops', 'lbTraefik'] as const;
 type PortName = (typeof PORTS)[number];
 
 let base: string;
@@ -40,6 +42,7 @@ let waf: WafTree;
 let ports: Record<PortName, number>;
 let nginx: Nginx | undefined;
 let traefik: Supervised | undefined;
+let traefikHops: Supervised | undefined;
 let envoy: Supervised | undefined;
 let svcAuth: SvcAuth | undefined;
 let svcAuthHops: SvcAuth | undefined;
@@ -90,6 +93,15 @@ function extraServers(): string {
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
         }
     }
+    # A load balancer in front of the second Traefik, which trusts it (forwardedHeaders.trustedIPs).
+    server {
+        listen 127.0.0.1:${p.lbTraefik};
+        location / {
+            proxy_pass http://127.0.0.1:${p.traefikHops};
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        }
+    }
     # The controller behind it: trusts the balancer (127.0.0.1) only, as ingress-nginx with use-forwarded-headers and
     # proxy-real-ip-cidr does, and asks the svc-auth started with --trusted-proxy-hops 1.
     server {
@@ -132,23 +144,40 @@ beforeAll(async () => {
   await svcAuth.start();
   await svcAuthHops.start();
   const p = ports;
-  nginx = await Nginx.start(binary, join(base, 'nginx'), exampleNginxConf(join(base, 'nginx'), { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, waf.root, extraServers()), [p.nginx, p.waf, p.cache, p.lb, p.controller]);
+  nginx = await Nginx.start(binary, join(base, 'nginx'), exampleNginxConf(join(base, 'nginx'), { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, waf.root, extraServers()), [p.nginx, p.waf, p.cache, p.lb, p.controller, p.lbTraefik]);
   const backends = { auth: p.auth, waf: p.waf, oapi: p.oapi };
   traefik = await startTraefik(base, { ...backends, listen: p.traefik });
   envoy = await startEnvoy(base, { ...backends, listen: p.envoy });
-  for (const proxy of ['traefik', 'envoy'] as const) {
+  traefikHops = await startTraefikBehindBalancer(join(base, 'traefik-hops'), { ...backends, auth: p.auth1, listen: p.traefikHops });
+  for (const proxy of ['traefik', 'envoy', 'lbTraefik'] as const) {
     await waitUntil(async () => (await get(proxy, ALLOWED).catch(() => ({ status: 0 }))).status === 200, { what: `${proxy} to route a network-granted request`, timeoutMs: 30_000, intervalMs: 200 });
   }
 });
 
 afterAll(async () => {
   await envoy?.stop();
+  await traefikHops?.stop();
   await traefik?.stop();
   await nginx?.stop();
   await svcAuthHops?.stop();
   await svcAuth?.stop();
   if (base && process.env.SVC_E2E_KEEP !== '1') rmSync(base, { recursive: true, force: true });
 });
+
+/**
+ * deploy/traefik's example behind one load balancer: the entry point trusts the balancer's X-Forwarded-For
+ * (forwardedHeaders.trustedIPs) and ForwardAuth passes the chain on (trustForwardHeader: true), asking the svc-auth
+ * started with --trusted-proxy-hops 1.
+ */
+async function startTraefikBehindBalancer(dir: string, b: { listen: number; auth: number; waf: number; oapi: number }): Promise<Supervised> {
+  mkdirSync(dir, { recursive: true });
+  const dynamicFile = join(dir, 'traefik-dynamic.yaml');
+  const staticFile = join(dir, 'traefik.yaml');
+  writeFileSync(dynamicFile, replaceExact(traefikDynamic(b), 'trustForwardHeader: false', 'trustForwardHeader: true', 'deploy/traefik/dynamic.yaml'));
+  const listen = `address: "127.0.0.1:${b.listen}"`;
+  writeFileSync(staticFile, replaceExact(traefikStatic(b, dynamicFile), listen, `${listen}\n    forwardedHeaders:\n      trustedIPs: ["127.0.0.1/32"]`, 'deploy/traefik/traefik.yaml'));
+  return Supervised.start('traefik', await ensureTraefik(), [`--configFile=${staticFile}`], { ports: [b.listen] });
+}
 
 function get(port: PortName, from: string, headers: readonly (readonly [string, string])[] = [], target: string = WAF.topicFile): Promise<RawResponse> {
   return rawRequest(ports[port], { target, host: HOST, headers, localAddress: from });
@@ -201,6 +230,17 @@ suite('network grants through the real proxies', () => {
     expect((await get('lb', OTHER, SPOOFS)).status).toBe(401);
   });
 
+  it('Traefik behind a load balancer, --trusted-proxy-hops 1: the balancer\'s entry grants, a client-forged one never', async () => {
+    expect(gotFile(await get('lbTraefik', ALLOWED))).toBe(true);
+    expect((await get('lbTraefik', OTHER)).status).toBe(401);
+    for (const spoof of SPOOFS) expect((await get('lbTraefik', OTHER, [spoof])).status).toBe(401);
+    expect((await get('lbTraefik', OTHER, SPOOFS)).status).toBe(401);
+    // Straight to that Traefik, not through the balancer: the client's X-Forwarded-For is dropped (it is not trusted),
+    // so the chain is one entry short and network grants are off.
+    expect((await get('traefikHops', ALLOWED)).status).toBe(401);
+    expect((await get('traefikHops', OTHER, [['X-Forwarded-For', ALLOWED]])).status).toBe(401);
+  });
+
   it('the grants are counted by credential network', async () => {
     const metrics = await httpGet(ports.metrics, '/metrics');
     expect(metrics.body).toMatch(/svc_auth_grants_total\{credential="network"\} [1-9]/);
@@ -208,7 +248,7 @@ suite('network grants through the real proxies', () => {
 
   it('removing the network revokes within the propagation bound, through every proxy', async () => {
     writeScope([]);
-    for (const proxy of ['nginx', 'traefik', 'envoy', 'lb'] as const) {
+    for (const proxy of ['nginx', 'traefik', 'envoy', 'lb', 'lbTraefik'] as const) {
       await waitUntil(async () => (await get(proxy, ALLOWED)).status === 401, { what: `${proxy} to refuse the address once its network is removed`, timeoutMs: 10_000, intervalMs: 100 });
     }
     expect(gotFile(await get('nginx', ALLOWED, [['Authorization', `Bearer ${token}`]]))).toBe(true);
