@@ -18,7 +18,8 @@ import { rawRequest, type RawResponse } from './support/net.js';
 import { manifestFile, newToken, tokenRecord } from './support/scopes.js';
 import { SvcAuth } from './support/svc-auth.js';
 import { startTraefik, traefikDynamic, traefikStatic } from './support/traefik.js';
-import { replaceExact } from './support/envoy.js';
+import { ensureEnvoy, envoyConfig, replaceExact } from './support/envoy.js';
+import { spawnSync } from 'node:child_process';
 import { ensureTraefik } from '../controlplane/assets.js';
 import { Supervised } from '../support/process.js';
 import { startEnvoy } from './support/envoy.js';
@@ -33,7 +34,7 @@ const suite = plan.action === 'skip' ? describe.skip : describe;
 const HOST = 'data.example.org';
 const ALLOWED = '127.0.0.2';
 const OTHER = '127.0.0.3';
-const PORTS = ['nginx', 'waf', 'auth', 'metrics', 'oapi', 'traefik', 'envoy', 'cache', 'lb', 'controller', 'auth1', 'metrics1', 'traefikHops', 'lbTraefik'] as const;
+const PORTS = ['nginx', 'waf', 'auth', 'metrics', 'oapi', 'traefik', 'envoy', 'cache', 'lb', 'controller', 'auth1', 'metrics1', 'traefikHops', 'lbTraefik', 'envoyHops', 'lbEnvoy'] as const;
 type PortName = (typeof PORTS)[number];
 
 let base: string;
@@ -43,6 +44,7 @@ let ports: Record<PortName, number>;
 let nginx: Nginx | undefined;
 let traefik: Supervised | undefined;
 let traefikHops: Supervised | undefined;
+let envoyHops: Supervised | undefined;
 let envoy: Supervised | undefined;
 let svcAuth: SvcAuth | undefined;
 let svcAuthHops: SvcAuth | undefined;
@@ -102,6 +104,17 @@ function extraServers(): string {
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
         }
     }
+    # A load balancer in front of the second Envoy (xff_num_trusted_hops: 1).
+    server {
+        listen 127.0.0.1:${p.lbEnvoy};
+        location / {
+            proxy_pass http://127.0.0.1:${p.envoyHops};
+            # Envoy refuses HTTP/1.0, nginx's default towards an upstream.
+            proxy_http_version 1.1;
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        }
+    }
     # The controller behind it: trusts the balancer (127.0.0.1) only, as ingress-nginx with use-forwarded-headers and
     # proxy-real-ip-cidr does, and asks the svc-auth started with --trusted-proxy-hops 1.
     server {
@@ -144,18 +157,20 @@ beforeAll(async () => {
   await svcAuth.start();
   await svcAuthHops.start();
   const p = ports;
-  nginx = await Nginx.start(binary, join(base, 'nginx'), exampleNginxConf(join(base, 'nginx'), { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, waf.root, extraServers()), [p.nginx, p.waf, p.cache, p.lb, p.controller, p.lbTraefik]);
+  nginx = await Nginx.start(binary, join(base, 'nginx'), exampleNginxConf(join(base, 'nginx'), { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, waf.root, extraServers()), [p.nginx, p.waf, p.cache, p.lb, p.controller, p.lbTraefik, p.lbEnvoy]);
   const backends = { auth: p.auth, waf: p.waf, oapi: p.oapi };
   traefik = await startTraefik(base, { ...backends, listen: p.traefik });
   envoy = await startEnvoy(base, { ...backends, listen: p.envoy });
+  envoyHops = await startEnvoyBehindBalancer(join(base, 'envoy-hops'), { ...backends, auth: p.auth1, listen: p.envoyHops });
   traefikHops = await startTraefikBehindBalancer(join(base, 'traefik-hops'), { ...backends, auth: p.auth1, listen: p.traefikHops });
-  for (const proxy of ['traefik', 'envoy', 'lbTraefik'] as const) {
+  for (const proxy of ['traefik', 'envoy', 'lbTraefik', 'lbEnvoy'] as const) {
     await waitUntil(async () => (await get(proxy, ALLOWED).catch(() => ({ status: 0 }))).status === 200, { what: `${proxy} to route a network-granted request`, timeoutMs: 30_000, intervalMs: 200 });
   }
 });
 
 afterAll(async () => {
   await envoy?.stop();
+  await envoyHops?.stop();
   await traefikHops?.stop();
   await traefik?.stop();
   await nginx?.stop();
@@ -177,6 +192,18 @@ async function startTraefikBehindBalancer(dir: string, b: { listen: number; auth
   const listen = `address: "127.0.0.1:${b.listen}"`;
   writeFileSync(staticFile, replaceExact(traefikStatic(b, dynamicFile), listen, `${listen}\n    forwardedHeaders:\n      trustedIPs: ["127.0.0.1/32"]`, 'deploy/traefik/traefik.yaml'));
   return Supervised.start('traefik', await ensureTraefik(), [`--configFile=${staticFile}`], { ports: [b.listen] });
+}
+
+/** deploy/gateway-api/envoy.yaml behind one load balancer: `xff_num_trusted_hops: 1`, asking the svc-auth with --trusted-proxy-hops 1. */
+async function startEnvoyBehindBalancer(dir: string, b: { listen: number; auth: number; waf: number; oapi: number }): Promise<Supervised> {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'envoy.yaml');
+  writeFileSync(file, replaceExact(envoyConfig(b), 'use_remote_address: true\n', 'use_remote_address: true\n                xff_num_trusted_hops: 1\n', 'deploy/gateway-api/envoy.yaml'));
+  const binary = await ensureEnvoy();
+  const args = ['-c', file, '--log-level', 'error', '--base-id', String(b.listen), '--concurrency', '1'];
+  const check = spawnSync(binary, [...args, '--mode', 'validate'], { encoding: 'utf8' });
+  if (check.status !== 0) throw new Error(`envoy rejected the config:\n${check.stdout}${check.stderr}`);
+  return Supervised.start('envoy', binary, args, { ports: [b.listen] });
 }
 
 function get(port: PortName, from: string, headers: readonly (readonly [string, string])[] = [], target: string = WAF.topicFile): Promise<RawResponse> {
@@ -241,6 +268,17 @@ suite('network grants through the real proxies', () => {
     expect((await get('traefikHops', OTHER, [['X-Forwarded-For', ALLOWED]])).status).toBe(401);
   });
 
+  it('Envoy behind a load balancer, xff_num_trusted_hops 1 and --trusted-proxy-hops 1: the balancer\'s entry grants, a client-forged one never', async () => {
+    expect(gotFile(await get('lbEnvoy', ALLOWED))).toBe(true);
+    expect((await get('lbEnvoy', OTHER)).status).toBe(401);
+    for (const spoof of SPOOFS) expect((await get('lbEnvoy', OTHER, [spoof])).status).toBe(401);
+    expect((await get('lbEnvoy', OTHER, SPOOFS)).status).toBe(401);
+    // Straight to that Envoy, without a balancer's entry: the chain is one entry short, network grants are off. (A
+    // client that can reach it directly could write the balancer's entry itself, as it could for Envoy's own
+    // xff_num_trusted_hops: with N > 0 the proxy must be reachable only through the balancers; docs/access-rules.md.)
+    expect((await get('envoyHops', ALLOWED)).status).toBe(401);
+  });
+
   it('the grants are counted by credential network', async () => {
     const metrics = await httpGet(ports.metrics, '/metrics');
     expect(metrics.body).toMatch(/svc_auth_grants_total\{credential="network"\} [1-9]/);
@@ -248,7 +286,7 @@ suite('network grants through the real proxies', () => {
 
   it('removing the network revokes within the propagation bound, through every proxy', async () => {
     writeScope([]);
-    for (const proxy of ['nginx', 'traefik', 'envoy', 'lb', 'lbTraefik'] as const) {
+    for (const proxy of ['nginx', 'traefik', 'envoy', 'lb', 'lbTraefik', 'lbEnvoy'] as const) {
       await waitUntil(async () => (await get(proxy, ALLOWED)).status === 401, { what: `${proxy} to refuse the address once its network is removed`, timeoutMs: 10_000, intervalMs: 100 });
     }
     expect(gotFile(await get('nginx', ALLOWED, [['Authorization', `Bearer ${token}`]]))).toBe(true);
