@@ -10,6 +10,10 @@
  * headers that could mean two different requests make the request malformed (docs/access-rules.md:
  * "ambiguity fails closed"); svc-auth never picks one.
  *
+ * The client address headers (X-Real-IP, X-Forwarded-For, X-Envoy-External-Address) are read here too but are no
+ * part of the request's description: a repeat of one or a disagreement only turns network grants off for the request
+ * (./client-address.ts), it never makes the request malformed.
+ *
  * Every header is read straight from rawHeaders in one pass (no req.headers: it lowercases and copies every
  * header of the request), so this runs on the hot path.
  */
