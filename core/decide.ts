@@ -1,6 +1,6 @@
 /**
  * The access decision of docs/access-rules.md, as a pure function of the index, the configuration, the
- * request and the clock. svc-auth maps decisions to HTTP answers; the CLI's has-access-topic uses
+ * request (its client address among it: a network of a governing scope grants before any credential is read) and the clock. svc-auth maps decisions to HTTP answers; the CLI's has-access-topic uses
  * decideForScope, so both give the same answer.
  */
 import type { AccessIndex, IndexedScope, TopicNode } from './access-index.js';
