@@ -124,6 +124,7 @@ export class Bookkeeping {
   answered(x: Exchange, d: Decision | null): void {
     if (d?.outcome === 'granted') this.books.usage.record(d.scopeKey, d.tokenId, x.at, d.imported === true);
     else if (d?.outcome === 'granted-identity') this.books.usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, x.at);
+    else if (d?.outcome === 'granted-network') this.books.usage.recordNetwork(d.scopeKey, d.network, x.at);
     const credential = credentialOf(d);
     if (credential !== undefined) this.books.metrics.grant(credential);
     this.finish(x, d === null ? 'unavailable' : outcomeOf(d), kindLabel(d), d);

@@ -24,7 +24,8 @@ function pipeline(trustedProxyHops = 0) {
   const { logger } = createLogger('debug', { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
   const refusals = new Refusals(logger, { windowMs: 0, sample: 0 });
   const metrics = new AuthMetrics({ defaultMetrics: false });
-  const handle = createAuthHandler({ access: DEFAULT_CONFIG, state: { index: fixtureIndex(), draining: false }, metrics, logger, cacheMaxAge: 30, usage: new TokenUsage(logger, 0), refusals, trustedProxyHops });
+  const usage = new TokenUsage(logger, 0);
+  const handle = createAuthHandler({ access: DEFAULT_CONFIG, state: { index: fixtureIndex(), draining: false }, metrics, logger, cacheMaxAge: 30, usage, refusals, trustedProxyHops });
   const ask = (url: string, headers: string[]): { status: number; headers: string[] } => {
     const out = { status: 0, headers: [] as string[] };
     const req: HeadRequest = { method: 'GET', url, rawHeaders: headers };
@@ -34,7 +35,7 @@ function pipeline(trustedProxyHops = 0) {
   };
   const nginx = (...address: string[]) => ask('/authz/auth-request', ['X-Original-URI', FILE, 'X-Original-Method', 'GET', ...address]);
   const traefik = (...address: string[]) => ask('/authz/forward-auth', ['X-Forwarded-Uri', FILE, 'X-Forwarded-Method', 'GET', ...address]);
-  return { nginx, traefik, lines, refusals, metrics };
+  return { nginx, traefik, lines, refusals, metrics, usage };
 }
 
 function header(headers: string[], name: string): string | undefined {
@@ -63,6 +64,13 @@ describe('a network grant through the pipeline', () => {
     const text = await p.metrics.registry.metrics();
     expect(text).toMatch(/svc_auth_grants_total\{credential="network"\} 1/);
     expect(p.lines.find((l) => l.msg === 'decision' && l.outcome === 'granted')).toMatchObject({ tokenSource: 'network', network: '127.0.0.2/32', address: '127.0.0.2', scope: 'topic:origin.a.wis2.mw-met.data.core' });
+  });
+
+  it('sums network grants per scope and network in an info line each window', () => {
+    const p = pipeline();
+    for (let i = 0; i < 3; i++) p.nginx('X-Real-IP', '127.0.0.2');
+    p.usage.flush();
+    expect(p.lines.filter((l) => l.msg === 'networks used')).toEqual([expect.objectContaining({ level: 'info', scope: 'topic:origin.a.wis2.mw-met.data.core', network: '127.0.0.2/32', granted: 3 })]);
   });
 
   it('refusals from many addresses are summed under one key, never by address', () => {
