@@ -38,4 +38,5 @@ export function ambiguousEndpointPath(url: string): boolean {
 }
 
 export type { Contract, Reading } from './contract.js';
+export { ADDRESS_PROBLEMS, type AddressProblem } from './client-address.js';
 export { ContractHeaders, LIKELY_PROXIES, type LikelyProxy } from './headers.js';

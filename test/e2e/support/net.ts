@@ -21,6 +21,8 @@ export interface RawRequest {
   readonly headers?: readonly (readonly [string, string])[];
   readonly body?: string;
   readonly version?: string;
+  /** The client's source address (a loopback address other than 127.0.0.1, say): what the proxy sees as the peer. */
+  readonly localAddress?: string;
 }
 
 /**
@@ -40,7 +42,7 @@ export function rawRequest(port: number, req: RawRequest, timeoutMs = 15_000): P
   const head = Buffer.from(lines.join('\r\n'), 'latin1');
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host: '127.0.0.1', port, ...(req.localAddress !== undefined ? { localAddress: req.localAddress } : {}) });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no complete answer from 127.0.0.1:${port} within ${timeoutMs} ms`));
