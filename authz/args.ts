@@ -24,6 +24,8 @@ export interface AuthConfig {
   readonly cacheMaxAge: number;
   /** Individual refusal lines written at info per minute; the rest are summed in "requests refused" lines. */
   readonly refusalSample: number;
+  /** Load balancers in front of the proxy whose X-Forwarded-For entries are skipped to find the client address. */
+  readonly trustedProxyHops: number;
   /** OpenID providers whose JWTs are verified as identities (no issuers: single sign-on is off). */
   readonly oidc: OidcOptions;
   /** Browser sign-in (an OpenID relying party and session cookies); undefined when off. */
@@ -71,6 +73,7 @@ function authCommand(io: Output): Command {
     .option('--api-prefix <path>', 'path prefix of the OGC API', '/oapi')
     .option('--token-query-param <name>', 'query argument that carries a token; "" disables query tokens', 'token')
     .option('--cache-max-age <seconds>', 'longest an nginx/ingress-nginx auth cache may keep an allow (X-Accel-Expires; refusals are never cached); 0 disables', '30')
+    .option('--trusted-proxy-hops <n>', 'load balancers in front of the proxy whose address entries are trusted and skipped to find the client address network grants match; must match the proxy\'s own setting (ingress-nginx use-forwarded-headers + proxy-real-ip-cidr, Traefik forwardedHeaders.trustedIPs, Envoy xff_num_trusted_hops)', '0')
     .option('--open-paths-by-default', 'process execution and stations writes are open until a path scope has a token (default: closed until one grants them)')
     .option('--oidc-issuer <url>', 'an OpenID provider whose JWTs grant as identities (spec.subjects); repeatable; https, or http on loopback', collect, [])
     .option('--oidc-audience <aud>', 'the audience (client id) a JWT must carry; required with --oidc-issuer; repeatable', collect, [])
@@ -112,6 +115,7 @@ interface GivenFlags {
   apiPrefix: string;
   tokenQueryParam: string;
   cacheMaxAge: string;
+  trustedProxyHops: string;
   refusalLogSample: string;
   openPathsByDefault?: boolean;
   logLevel: LogLevel;
@@ -163,12 +167,15 @@ function configOf(o: GivenFlags, given: (name: string) => boolean): AuthConfig {
   if (!/^\d{1,5}$/.test(o.cacheMaxAge) || Number(o.cacheMaxAge) > 86400) {
     throw new UsageError(`--cache-max-age ${JSON.stringify(o.cacheMaxAge)}: give whole seconds from 0 (no caching) to 86400, e.g. 30`);
   }
+  if (!/^\d$/.test(o.trustedProxyHops)) {
+    throw new UsageError(`--trusted-proxy-hops ${JSON.stringify(o.trustedProxyHops)}: give the number of load balancers in front of the proxy, 0 to 9 (0: none, the proxy's peer is the client)`);
+  }
   if (!/^\d{1,7}$/.test(o.refusalLogSample)) {
     throw new UsageError(`--refusal-log-sample ${JSON.stringify(o.refusalLogSample)}: give a whole number of lines per minute, e.g. 20 (0: only the per-minute sums)`);
   }
   const oidc = oidcOptions(o, given);
   const signIn = signInConfig(o, oidc.issuers, given);
-  return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample), oidc, ...(signIn ? { signIn } : {}) };
+  return { listen, metricsListen, access, source, logLevel: o.logLevel, cacheMaxAge: Number(o.cacheMaxAge), refusalSample: Number(o.refusalLogSample), trustedProxyHops: Number(o.trustedProxyHops), oidc, ...(signIn ? { signIn } : {}) };
 }
 
 /** Exactly one snapshot source, and the flags that go with it. */

@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const source = sourceFor(parsed.source, parsed.access);
   let server: RunningServer;
   try {
-    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, cacheMaxAge: parsed.cacheMaxAge, refusalSample: parsed.refusalSample, oidc: parsed.oidc, ...(parsed.signIn ? { signIn: parsed.signIn } : {}), source, logger });
+    server = await startServer({ listen: parsed.listen, metricsListen: parsed.metricsListen, access: parsed.access, cacheMaxAge: parsed.cacheMaxAge, refusalSample: parsed.refusalSample, trustedProxyHops: parsed.trustedProxyHops, oidc: parsed.oidc, ...(parsed.signIn ? { signIn: parsed.signIn } : {}), source, logger });
   } catch (e) {
     logger.fatal({ err: e }, 'cannot start');
     await close();

@@ -50,7 +50,9 @@ describe('parseArgs', () => {
       logLevel: 'info',
       cacheMaxAge: 30,
       refusalSample: 20,
+      trustedProxyHops: 0,
     });
+    expect(parseArgs(['--scopes-dir', '.', '--trusted-proxy-hops', '2'], sink)).toMatchObject({ trustedProxyHops: 2 });
     expect(parseArgs(['--scopes-dir', '.', '--cache-max-age', '0'], sink)).toMatchObject({ cacheMaxAge: 0 });
     expect(parseArgs(['--scopes-dir', '.', '--refusal-log-sample', '0'], sink)).toMatchObject({ refusalSample: 0 });
     expect(parsed).toMatchObject({ access: { openPathsByDefault: false } });
@@ -84,6 +86,8 @@ describe('parseArgs', () => {
     [['--scopes-dir', '.', '--cache-max-age', '-1'], /whole seconds/],
     [['--scopes-dir', '.', '--cache-max-age', '1.5'], /whole seconds/],
     [['--scopes-dir', '.', '--cache-max-age', '90000'], /whole seconds/],
+    [['--scopes-dir', '.', '--trusted-proxy-hops', '-1'], /load balancers in front of the proxy, 0 to 9/],
+    [['--scopes-dir', '.', '--trusted-proxy-hops', '10'], /load balancers in front of the proxy, 0 to 9/],
   ])('%j is a usage error (exit 2)', (args, message) => {
     const { out, io: sink } = io();
     expect(parseArgs(args, sink)).toEqual({ exit: 2 });

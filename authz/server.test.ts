@@ -259,6 +259,16 @@ describe('svc-auth endpoints × answers', () => {
       expectNoStoreAndBody(e, a, isNginx(e) ? 403 : 400);
     });
 
+    if (e === 'ext-authz') {
+      it.each([
+        '/authz/ext-authz/data/x/../../../../authz/v1/protected',
+        '/authz/ext-authz/data/x/%2e%2e/%2e%2e/authz/v1/protected',
+        '/authz/ext-authz/data/origin/a/wis2/mw-met/data/core/./x.bufr4',
+      ])('an endpoint path with dot segments or encoded dots (%s): 400, never a decision, even with a valid token', async (path) => {
+        expectNoStoreAndBody(e, await http(server.url, 'GET', path, { Authorization: bearer(T_TOPIC) }), 400);
+      });
+    }
+
     if (e !== 'ext-authz') {
       it('no original target header: malformed', async () => {
         const path = e === 'authorize' ? '/authorize' : e === 'forward-auth' ? '/authz/forward-auth' : '/authz/auth-request';

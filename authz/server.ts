@@ -29,6 +29,8 @@ export interface ServerOptions {
   readonly access: AccessConfig;
   /** Seconds an nginx decision cache may keep an allow; default 30. */
   readonly cacheMaxAge?: number;
+  /** `--trusted-proxy-hops` (authz/endpoints/client-address.ts); default 0. */
+  readonly trustedProxyHops?: number;
   readonly source: SnapshotSource;
   readonly logger: Logger;
   readonly metrics?: AuthMetrics;
@@ -200,7 +202,7 @@ function createDeciding(options: ServerOptions, cacheMaxAge: number, state: Serv
     externalUrls: signIn.rp.config.externalUrls, secure: signIn.rp.config.secure, sessions: signIn.sessions,
     formActions: () => { const o = signIn.rp.providerOrigin(); return o === undefined ? [] : [o]; },
   };
-  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge, ...(oidc ? { oidc } : {}), imported, ...(browser ? { browser } : {}) });
+  const auth = createAuthHandler({ access, state, metrics, logger, usage, refusals, cacheMaxAge, trustedProxyHops: options.trustedProxyHops ?? 0, ...(oidc ? { oidc } : {}), imported, ...(browser ? { browser } : {}) });
   return { auth, usage, refusals, oidc, signIn };
 }
 

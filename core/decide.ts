@@ -1,6 +1,6 @@
 /**
  * The access decision of docs/access-rules.md, as a pure function of the index, the configuration, the
- * request and the clock. svc-auth maps decisions to HTTP answers; the CLI's has-access-topic uses
+ * request (its client address among it: a network of a governing scope grants before any credential is read) and the clock. svc-auth maps decisions to HTTP answers; the CLI's has-access-topic uses
  * decideForScope, so both give the same answer.
  */
 import type { AccessIndex, IndexedScope, TopicNode } from './access-index.js';
@@ -9,6 +9,7 @@ import { unverifiedIssuer } from './jwt-shape.js';
 import { isSafeMethod } from './browser.js';
 import type { Identity } from './subject.js';
 import { normalizeTarget } from './normalize.js';
+import { parseAddressInto } from './network.js';
 import { foldCase, isPrefixPath, type Scope, type ScopeKind } from './scope.js';
 import { DEFAULT_PREFIXES, jobsPath, type PathPrefixes } from './path-scope.js';
 import { hashTokenDigestInto, isPlausibleToken, MAX_TOKEN_LENGTH, tokenIdOfDigest } from './token.js';
@@ -66,6 +67,12 @@ interface AccessRequest {
    * core/browser.ts). Read only when a browser session is the credential of an unsafe method (the CSRF rule).
    */
   readonly sameOrigin?: boolean;
+  /**
+   * The client address as the proxy saw it (the endpoint's reading after `--trusted-proxy-hops`: authz/endpoints),
+   * as text; undefined when the endpoint has none it can trust, and then no network grants (docs/access-rules.md
+   * "Networks"). A network of a governing scope holding it grants whatever credential the request carries.
+   */
+  readonly address?: string;
 }
 
 /**
@@ -130,6 +137,15 @@ export type Decision =
       /** The JWT's expiry: bounds how long a proxy may cache the allow. */
       readonly expiresAt: number;
     })
+  | (Governed & {
+      readonly outcome: 'granted-network';
+      readonly scope: Scope;
+      readonly scopeKey: string;
+      /** The network of the scope that holds the address (canonical text): the grant. */
+      readonly network: string;
+      /** The request's address as the endpoint read it. */
+      readonly address: string;
+    })
   | (Governed & { readonly outcome: 'no-token' })
   | (Governed & {
       readonly outcome: 'invalid-token';
@@ -184,6 +200,10 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   const { segments, path } = target;
   const { area, by } = governingFor(index, config, req.method, foldSegments(segments));
   if (isOpen(by)) return { outcome: 'open', area, path };
+  if (req.address !== undefined) {
+    const byNetwork = networkGrant(area, path, by, req.address);
+    if (byNetwork !== undefined) return byNetwork;
+  }
   const credential = req.verified ?? extractCredential(target.query, req.authorization, config.tokenParam);
   if (req.verified?.carrier === 'session') return judgeSession(index, area, path, by, req.verified, req.method, req.sameOrigin === true, nowMs);
   if (config.browserSession && !('ok' in credential) && credential.kind === 'none') {
@@ -199,6 +219,27 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
     }
   }
   return judge(index, area, path, by, credential, nowMs);
+}
+
+/** The request's address, parsed: reused, as decide runs to completion (core/network.ts parseAddressInto). */
+const ADDRESS = new Uint32Array(4);
+
+/**
+ * A network of a governing scope holding the address grants (the first governing scope, in order, that has one; its
+ * most specific network), before any credential is looked at; undefined otherwise, and always under the closed-by-
+ * default stand-in, which holds nothing. Allocates nothing but the decision.
+ */
+function networkGrant(area: Area, path: string, by: GoverningScopes, address: string): Decision | undefined {
+  if (isClosedByDefault(by)) return undefined;
+  let family: 4 | 6 | 0 | undefined;
+  for (const entry of by) {
+    if (entry.networks === undefined) continue;
+    family ??= parseAddressInto(address, ADDRESS);
+    if (family === 0) return undefined;
+    const n = entry.networks.find(family, ADDRESS);
+    if (n !== undefined) return { outcome: 'granted-network', area, governing: governingOf(by), path, closedByDefault: false, scope: entry.scope, scopeKey: entry.key, network: n.cidr, address };
+  }
+  return undefined;
 }
 
 /**

@@ -14,7 +14,7 @@ describe('/authz/auth-request', () => {
   });
 
   it('reads the target from X-Original-URI, or from X-Original-URL\'s path and query, and the method from X-Original-Method', () => {
-    expect(ask('X-Original-URI', '/data/a?b=1', 'X-Original-Method', 'POST', 'Authorization', 'Bearer t')).toEqual({ ok: true, target: '/data/a?b=1', method: 'POST', authorization: 'Bearer t' });
+    expect(ask('X-Original-URI', '/data/a?b=1', 'X-Original-Method', 'POST', 'Authorization', 'Bearer t')).toEqual({ ok: true, target: '/data/a?b=1', method: 'POST', authorization: 'Bearer t', addressProblem: 'missing' });
     expect(ask('X-Original-URL', 'https://data.example.org/data/a?b=1', 'X-Original-Method', 'GET')).toMatchObject({ ok: true, target: '/data/a?b=1', method: 'GET' });
     expect(ask('X-Original-URL', 'https://data.example.org/data/a', 'X-Original-URI', '/data/a')).toMatchObject({ ok: true, target: '/data/a' });
   });

@@ -6,6 +6,7 @@
 import { sameTarget, stripOrigin } from '../../core/index.js';
 import { conclude, isPath, type Contract } from './contract.js';
 import { H } from './headers.js';
+import { nginxAddress } from './client-address.js';
 
 export const authRequest: Contract<'auth-request'> = {
   endpoint: 'auth-request',
@@ -22,6 +23,7 @@ export const authRequest: Contract<'auth-request'> = {
       method: h.get(H.originalMethod) ?? null,
       own: [H.originalUrl, H.originalUri, H.originalMethod],
       serves: ['nginx'],
+      client: nginxAddress(h, h.trustedHops),
       malformed: disagree ? 'X-Original-URL and X-Original-URI name different targets' : undefined,
     });
   },

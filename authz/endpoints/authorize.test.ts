@@ -14,7 +14,7 @@ describe('/authorize', () => {
   });
 
   it('reads the target from X-Original-URI and the method from X-Api-Http-Method', () => {
-    expect(ask('X-Original-URI', '/oapi/processes/p/execution', 'X-Api-Http-Method', 'POST', 'Authorization', 'Bearer t')).toEqual({ ok: true, target: '/oapi/processes/p/execution', method: 'POST', authorization: 'Bearer t' });
+    expect(ask('X-Original-URI', '/oapi/processes/p/execution', 'X-Api-Http-Method', 'POST', 'Authorization', 'Bearer t')).toEqual({ ok: true, target: '/oapi/processes/p/execution', method: 'POST', authorization: 'Bearer t', addressProblem: 'missing' });
   });
 
   it('never takes the subrequest\'s own GET for the method: without X-Api-Http-Method it is unstated (null)', () => {

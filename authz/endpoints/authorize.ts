@@ -4,10 +4,11 @@
  */
 import { conclude, isPath, type Contract } from './contract.js';
 import { H } from './headers.js';
+import { nginxAddress } from './client-address.js';
 
 export const authorize: Contract<'authorize'> = {
   endpoint: 'authorize',
   answers: () => 'nginx',
   matches: (url) => isPath(url, '/authorize'),
-  read: (_req, h) => conclude(h, { target: h.get(H.originalUri), method: h.get(H.apiHttpMethod) ?? null, own: [H.originalUri, H.apiHttpMethod], serves: ['nginx'] }),
+  read: (_req, h) => conclude(h, { target: h.get(H.originalUri), method: h.get(H.apiHttpMethod) ?? null, own: [H.originalUri, H.apiHttpMethod], serves: ['nginx'], client: nginxAddress(h, h.trustedHops) }),
 };

@@ -7,6 +7,7 @@
 import type { Flavour } from '../http/answers.js';
 import type { HeadRequest } from '../http/http-front.js';
 import { disagreement, H, misdirected, type ContractHeaders, type LikelyProxy, type Slot } from './headers.js';
+import type { AddressProblem, ClientAddress } from './client-address.js';
 
 /** The original request as the proxy described it, or why its description cannot be read as one request. */
 export type Reading =
@@ -16,6 +17,9 @@ export type Reading =
       readonly method: string | null;
       readonly target: string;
       readonly authorization: string | undefined;
+      /** The client address the proxy saw (./client-address.ts); undefined when none can be trusted, and then why. */
+      readonly address?: string | undefined;
+      readonly addressProblem?: AddressProblem | undefined;
     }
   | {
       readonly ok: false;
@@ -50,6 +54,8 @@ export interface OwnReading {
   readonly own: readonly Slot[];
   /** The families this endpoint reads, so a missing target is never blamed on them. */
   readonly serves: readonly LikelyProxy[];
+  /** The client address the endpoint read from its proxy's header; absent: none. */
+  readonly client?: ClientAddress;
   /** The endpoint's own headers contradict each other. */
   readonly malformed?: string;
 }
@@ -69,5 +75,5 @@ export function conclude(h: ContractHeaders, r: OwnReading): Reading {
   }
   const disagree = disagreement(h, r.own, r.target, r.method);
   if (disagree !== undefined) return { ok: false, reason: disagree };
-  return { ok: true, method: r.method, target: r.target, authorization: h.get(H.authorization) };
+  return { ok: true, method: r.method, target: r.target, authorization: h.get(H.authorization), address: r.client?.address, addressProblem: r.client?.problem };
 }

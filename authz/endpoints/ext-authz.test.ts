@@ -19,7 +19,7 @@ describe('/authz/ext-authz', () => {
   });
 
   it('Envoy: the target is the path and query appended, the method the check request\'s own', () => {
-    expect(ask('POST', '/authz/ext-authz/oapi/processes/p/execution?async=1', 'Authorization', 'Bearer t')).toEqual({ ok: true, target: '/oapi/processes/p/execution?async=1', method: 'POST', authorization: 'Bearer t' });
+    expect(ask('POST', '/authz/ext-authz/oapi/processes/p/execution?async=1', 'Authorization', 'Bearer t')).toEqual({ ok: true, target: '/oapi/processes/p/execution?async=1', method: 'POST', authorization: 'Bearer t', addressProblem: 'missing' });
     expect(ask('GET', '/authz/ext-authz/data/a', 'X-Envoy-Original-Path', '/data/a')).toMatchObject({ ok: true });
   });
 

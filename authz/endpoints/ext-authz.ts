@@ -16,6 +16,7 @@
  */
 import { conclude, type Contract } from './contract.js';
 import { H } from './headers.js';
+import { forwardedAddress, UNSUPPORTED } from './client-address.js';
 
 const EXT_AUTHZ = '/authz/ext-authz';
 const SLASH = 0x2f;
@@ -36,8 +37,8 @@ export const extAuthz: Contract<'ext-authz'> = {
     const serves = ['envoy', 'gateway-fabric'] as const;
     if (appended === undefined) {
       // NGINX Gateway Fabric's dialect: its subrequest's own method (GET) never counts.
-      return conclude(h, { target: h.get(H.path), method: h.get(H.method) ?? null, own: [H.path, H.method], serves });
+      return conclude(h, { target: h.get(H.path), method: h.get(H.method) ?? null, own: [H.path, H.method], serves, client: UNSUPPORTED });
     }
-    return conclude(h, { target: appended, method: req.method ?? null, own: [], serves });
+    return conclude(h, { target: appended, method: req.method ?? null, own: [], serves, client: forwardedAddress(h, h.trustedHops, true) });
   },
 };

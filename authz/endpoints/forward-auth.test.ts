@@ -14,7 +14,7 @@ describe('/authz/forward-auth', () => {
   });
 
   it('reads the target from X-Forwarded-Uri and the method from X-Forwarded-Method, never the check request\'s own', () => {
-    expect(ask('X-Forwarded-Uri', '/oapi/collections/stations/items', 'X-Forwarded-Method', 'POST', 'Authorization', 'Bearer t')).toEqual({ ok: true, target: '/oapi/collections/stations/items', method: 'POST', authorization: 'Bearer t' });
+    expect(ask('X-Forwarded-Uri', '/oapi/collections/stations/items', 'X-Forwarded-Method', 'POST', 'Authorization', 'Bearer t')).toEqual({ ok: true, target: '/oapi/collections/stations/items', method: 'POST', authorization: 'Bearer t', addressProblem: 'missing' });
     expect(ask('X-Forwarded-Uri', '/data/a')).toMatchObject({ ok: true, method: null });
   });
 

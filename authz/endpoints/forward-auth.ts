@@ -6,10 +6,11 @@
  */
 import { conclude, isPath, type Contract } from './contract.js';
 import { H } from './headers.js';
+import { forwardedAddress } from './client-address.js';
 
 export const forwardAuth: Contract<'forward-auth'> = {
   endpoint: 'forward-auth',
   answers: () => 'proxy',
   matches: (url) => isPath(url, '/authz/forward-auth'),
-  read: (_req, h) => conclude(h, { target: h.get(H.forwardedUri), method: h.get(H.forwardedMethod) ?? null, own: [H.forwardedUri, H.forwardedMethod], serves: ['forward-auth'] }),
+  read: (_req, h) => conclude(h, { target: h.get(H.forwardedUri), method: h.get(H.forwardedMethod) ?? null, own: [H.forwardedUri, H.forwardedMethod], serves: ['forward-auth'], client: forwardedAddress(h, h.trustedHops, false) }),
 };

@@ -10,6 +10,10 @@
  * headers that could mean two different requests make the request malformed (docs/access-rules.md:
  * "ambiguity fails closed"); svc-auth never picks one.
  *
+ * The client address headers (X-Real-IP, X-Forwarded-For, X-Envoy-External-Address) are read here too but are no
+ * part of the request's description: a repeat of one or a disagreement only turns network grants off for the request
+ * (./client-address.ts), it never makes the request malformed.
+ *
  * Every header is read straight from rawHeaders in one pass (no req.headers: it lowercases and copies every
  * header of the request), so this runs on the hot path.
  */
@@ -25,7 +29,9 @@ type Role =
   | 'method'
   /** Traefik's record of a prefix stripped before the check: the path asked about is not the one requested. */
   | 'prefix'
-  | 'credentials';
+  | 'credentials'
+  /** The client address as a proxy saw it (./client-address.ts): never part of the request's description. */
+  | 'address';
 
 interface HeaderSpec {
   /** Lower case: compared ASCII case-insensitively with the name as sent. */
@@ -51,6 +57,9 @@ const SPECS = [
   { name: 'x-http-method', display: 'X-HTTP-Method', role: 'method' },
   { name: 'x-method-override', display: 'X-Method-Override', role: 'method' },
   { name: 'authorization', display: 'Authorization', role: 'credentials' },
+  { name: 'x-real-ip', display: 'X-Real-IP', role: 'address' },
+  { name: 'x-forwarded-for', display: 'X-Forwarded-For', role: 'address' },
+  { name: 'x-envoy-external-address', display: 'X-Envoy-External-Address', role: 'address' },
 ] as const satisfies readonly HeaderSpec[];
 
 /** Slot numbers of SPECS, by name. */
@@ -69,6 +78,9 @@ export const H = {
   httpMethod: 11,
   methodOverride: 12,
   authorization: 13,
+  realIp: 14,
+  forwardedFor: 15,
+  envoyExternalAddress: 16,
 } as const;
 export type Slot = (typeof H)[keyof typeof H];
 
@@ -90,20 +102,29 @@ for (const s of SPECS) {
  */
 export class ContractHeaders {
   private readonly values: (string | undefined)[] = new Array<string | undefined>(SLOTS).fill(undefined);
-  /** The first slot sent more than once, or -1. */
+  /** The first slot sent more than once, or -1 (address headers apart: a repeat there only turns network grants off). */
   private repeatedSlot = -1;
+  /** An address header was sent more than once. */
+  private addressRepeated = false;
+
+  /** `--trusted-proxy-hops`: load balancers in front of the proxy whose address entries are skipped (./client-address.ts). */
+  constructor(readonly trustedHops = 0) {}
 
   /** Reads the request's headers into the slots (the object is reused request after request). */
   read(raw: readonly string[]): this {
     this.values.fill(undefined);
     this.repeatedSlot = -1;
+    this.addressRepeated = false;
     for (let i = 0; i + 1 < raw.length; i += 2) {
       const name = raw[i]!;
       const c = name.charCodeAt(0);
       if (c >= 128 || FIRST[c] !== 1) continue;
       for (let s = 0; s < SLOTS; s++) {
         if (!named(name, SPECS[s]!.name)) continue;
-        if (this.values[s] !== undefined && this.repeatedSlot < 0) this.repeatedSlot = s;
+        if (this.values[s] !== undefined) {
+          if (SPECS[s]!.role === 'address') this.addressRepeated = true;
+          else if (this.repeatedSlot < 0) this.repeatedSlot = s;
+        }
         this.values[s] = raw[i + 1]!;
         break;
       }
@@ -115,6 +136,11 @@ export class ContractHeaders {
   get(slot: Slot): string | undefined {
     const v = this.values[slot];
     return v === '' ? undefined : v;
+  }
+
+  /** An address header (X-Real-IP, X-Forwarded-For, X-Envoy-External-Address) came more than once. */
+  repeatedAddress(): boolean {
+    return this.addressRepeated;
   }
 
   /** The display name of the first header sent more than once, if any. */
@@ -141,7 +167,7 @@ export function sameMethod(a: string, b: string): boolean {
 export function disagreement(h: ContractHeaders, own: readonly Slot[], target: string, method: string | null): string | undefined {
   for (let s = 0 as Slot; s < SLOTS; s = (s + 1) as Slot) {
     const spec = SPECS[s];
-    if (spec.role === 'credentials' || own.includes(s)) continue;
+    if (spec.role === 'credentials' || spec.role === 'address' || own.includes(s)) continue;
     const v = h.get(s);
     if (v === undefined) continue;
     switch (spec.role) {

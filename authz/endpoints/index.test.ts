@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { contractFor, CONTRACTS, ENDPOINTS } from './index.js';
+import { ambiguousEndpointPath, contractFor, CONTRACTS, ENDPOINTS } from './index.js';
 
 describe('the contracts table', () => {
   it('is where the endpoint names come from: one name per contract, in its order', () => {
@@ -17,4 +17,25 @@ describe('the contracts table', () => {
     const urls = ['/authz/auth-request', '/authz/auth-request?a', '/authorize', '/authz/forward-auth', '/authz/ext-authz', '/authz/ext-authz/x', '/authz/ext-authz?x'];
     for (const u of urls) expect(CONTRACTS.filter((c) => c.matches(u)).length).toBe(1);
   });
+});
+
+describe('ambiguousEndpointPath: endpoint URLs a proxy could have routed as another path', () => {
+  it.each([
+    '/authz/ext-authz/data/x/../../../../authz/v1/protected',
+    '/authz/ext-authz/data/./x',
+    '/authz/ext-authz/data/x/..',
+    '/authz/ext-authz/data/x/%2e%2e/%2E%2E/authz/v1/protected',
+    '/authz/ext-authz/data/x%2Fy',
+    '/authz/ext-authz/data/x%5c..',
+    '/authz/ext-authz/data\\x',
+    '/authz/auth-request/../v1/protected',
+  ])('%s is ambiguous', (url) => expect(ambiguousEndpointPath(url)).toBe(true));
+
+  it.each([
+    '/authz/auth-request',
+    '/authorize?x=../..',
+    '/authz/ext-authz/data/2026/x.bufr4',
+    '/authz/ext-authz/data/a..b/.hidden/x',
+    '/authz/ext-authz/oapi/processes/x/execution?f=%2e%2e',
+  ])('%s is not (dots inside a name, or in the query, are fine)', (url) => expect(ambiguousEndpointPath(url)).toBe(false));
 });

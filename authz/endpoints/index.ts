@@ -24,5 +24,19 @@ export function contractFor(url: string): Contract<EndpointName> | undefined {
   return undefined;
 }
 
+/**
+ * Whether the path of an auth endpoint's URL is one that a proxy in front could have read as another path: a `.` or
+ * `..` segment, or an encoded dot, slash or backslash (`%2e`, `%2f`, `%5c`), or a backslash. svc-auth picks the
+ * endpoint from the raw path, while a proxy may route on the cleaned one: `/authz/ext-authz/data/x/../../../../authz/
+ * v1/protected` is the public list to such a proxy and a decision endpoint to svc-auth. Such a URL is malformed.
+ */
+export function ambiguousEndpointPath(url: string): boolean {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (path.includes('\\') || /%(2e|2f|5c)/i.test(path)) return true;
+  return path.split('/').some((segment) => segment === '.' || segment === '..');
+}
+
 export type { Contract, Reading } from './contract.js';
+export { ADDRESS_PROBLEMS, type AddressProblem } from './client-address.js';
 export { ContractHeaders, LIKELY_PROXIES, type LikelyProxy } from './headers.js';

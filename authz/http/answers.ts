@@ -85,6 +85,8 @@ function answers(flavour: Flavour, cacheMaxAge: number) {
     /** Identity grants by scope, user and group (sendGrantedIdentity), and how many users they hold. */
     identities: new Map() as IdentityAnswers,
     identityCount: { n: 0 },
+    /** Network grants by scope, then network (sendGrantedNetwork). */
+    networks: new Map<string, Map<string, PreparedAnswer>>(),
     noTokenWaf: canned(flavour, 401, [WWW, WAF_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     noToken: canned(flavour, 401, [WWW, BEARER_CHALLENGE], 'Unauthorized', 'This resource needs a token.'),
     invalidToken: canned(flavour, 401, [WWW, INVALID_TOKEN_CHALLENGE], 'Unauthorized', 'The token is unknown, expired or malformed.'),
@@ -105,6 +107,27 @@ export function answerSets(cacheMaxAge: number): Readonly<Record<Flavour, Answer
 
 export function sendGranted(res: HeadResponse, set: AnswerSet, scope: string, tokenId: string, expiresAtMs: number, nowMs: number): void {
   sendAnswer(res, set.granted.answer(scope, tokenId, expiresAtMs, nowMs));
+}
+
+/**
+ * A grant by a network of the scope (the request's address, docs/access-rules.md "Networks"): the scope and the
+ * network for the proxy to pass on, `X-Accel-Expires: 0` for nginx, since an auth cache keys on the method, the URI,
+ * Authorization and `?token=`, never on the address, and would hand the allow to the next request from anywhere.
+ * Prepared on first use per scope and network (a bounded set: the networks of the snapshot).
+ */
+export function sendGrantedNetwork(res: HeadResponse, set: AnswerSet, scope: string, network: string): void {
+  // Looked up by the index's own strings, level by level (no joined key built per request).
+  let byNetwork = set.networks.get(scope);
+  let answer = byNetwork?.get(network);
+  if (answer === undefined) {
+    const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Network', network];
+    if (set.flavour === 'nginx') headers.push(ACCEL, '0');
+    answer = new PreparedAnswer(200, headers);
+    if (set.networks.size >= MAX_GRANTED_ANSWERS) set.networks.clear();
+    if (byNetwork === undefined || !set.networks.has(scope)) set.networks.set(scope, (byNetwork = new Map()));
+    byNetwork.set(network, answer);
+  }
+  sendAnswer(res, answer);
 }
 
 /**

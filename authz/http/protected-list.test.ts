@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hashToken, newProtectedScope, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hashToken, networkLimitNote, newProtectedScope, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
 import { renderProtectedList } from './protected-list.js';
 
 const record = (seed: string): TokenRecord => {
@@ -69,5 +69,20 @@ describe('prefix and public path scopes in the public list', () => {
   it('a list without public scopes has no public field (its bytes and ETag as before)', () => {
     const body = JSON.parse(renderProtectedList(indexOf([[DOWNLOADER, [record('w')]]]), DEFAULT_CONFIG).body) as Record<string, unknown>;
     expect(Object.keys(body)).toEqual(['credentials', 'scopes', 'closedByDefault']);
+  });
+});
+
+describe('scopes with networks in the public list', () => {
+  it('say that download is limited to the networks granted, never which ones', () => {
+    const o = newProtectedScope(TOPIC, 't', undefined, [record('a')]);
+    const snapshot = compileSnapshot([{ ...o, spec: { ...o.spec, networks: [{ cidr: '203.0.113.7/32', description: 'partner gateway' }] } }, newProtectedScope(DATASET, 'd', undefined, [record('d')])]);
+    const index = buildIndex(snapshot.generation, snapshot.lines);
+    if (!index.ok) throw new Error(index.error);
+    const body = renderProtectedList(index.value, DEFAULT_CONFIG).body;
+    expect(JSON.parse(body).scopes).toEqual([
+      { kind: 'dataset', value: DATASET.value },
+      { kind: 'topic', value: TOPIC.value, description: networkLimitNote(`data under the topic ${TOPIC.value}`) },
+    ]);
+    expect(body).not.toMatch(/203\.0\.113|partner gateway/);
   });
 });

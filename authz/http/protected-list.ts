@@ -1,12 +1,12 @@
 /**
  * `GET /authz/v1/protected`: what a metadata publisher (or a client) may know of the access control, and
- * nothing more: every closed scope's kind and value, and how credentials are presented. Never a token id,
- * hash, count or description, nor the snapshot generation, which moves with every token added or revoked: the
+ * nothing more: every closed scope's kind and value, and how credentials are presented (and, for a scope with
+ * networks, that download is limited to them). Never a token id, hash, count, network or description, nor the snapshot generation, which moves with every token added or revoked: the
  * body, and so its ETag, change only when what it lists changes. Rendered once per index in service (and per
  * configuration), so a harvester polling it costs a string comparison.
  */
 import { createHash } from 'node:crypto';
-import { decideForScopeAnonymous, jobsPath, type AccessConfig, type AccessIndex, type IndexedScope, type TopicNode } from '../../core/index.js';
+import { decideForScopeAnonymous, isPrefixPath, jobsPath, networkLimitNote, type AccessConfig, type AccessIndex, type IndexedScope, type Scope, type TopicNode } from '../../core/index.js';
 
 export interface ProtectedList {
   readonly body: string;
@@ -37,10 +37,25 @@ function publicScopes(index: AccessIndex, config: AccessConfig): { kind: 'path';
     .sort((a, b) => (a.value < b.value ? -1 : 1));
 }
 
+/** What a scope's data is called in a description, as `svc auth show -o wcmp2` names it. */
+function dataOf(scope: Scope): string {
+  if (scope.kind === 'topic') return `data under the topic ${scope.value}`;
+  if (scope.kind === 'dataset') return `the dataset ${scope.value}`;
+  return isPrefixPath(scope.value) ? `/${scope.value} and everything below it` : scope.value;
+}
+
+/**
+ * A listed scope: its kind and value, and where it grants networks, that download is limited to them (never the
+ * networks themselves, nor how many).
+ */
+function listed(s: IndexedScope): { kind: Scope['kind']; value: string; description?: string } {
+  return { kind: s.scope.kind, value: s.scope.value, ...(s.networks !== undefined ? { description: networkLimitNote(dataOf(s.scope)) } : {}) };
+}
+
 export function renderProtectedList(index: AccessIndex, config: AccessConfig): ProtectedList {
   const waf = `/${config.wafPrefix.join('/')}`;
   const api = `/${config.apiPrefix.join('/')}`;
-  const scopes = [...closedScopes(index)].map((s) => ({ kind: s.scope.kind, value: s.scope.value })).sort((a, b) => (a.kind === b.kind ? (a.value < b.value ? -1 : 1) : a.kind < b.kind ? -1 : 1));
+  const scopes = [...closedScopes(index)].map(listed).sort((a, b) => (a.kind === b.kind ? (a.value < b.value ? -1 : 1) : a.kind < b.kind ? -1 : 1));
   const open = publicScopes(index, config);
   const body = JSON.stringify({
     // OpenAPI security scheme objects, as WCMP2 links carry them (`security`).

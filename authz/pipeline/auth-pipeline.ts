@@ -5,9 +5,9 @@
  * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
  */
 import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
-import { answerSets, sendGranted, sendGrantedIdentity, sendInsufficientScope } from '../http/answers.js';
+import { answerSets, sendGranted, sendGrantedIdentity, sendGrantedNetwork, sendInsufficientScope } from '../http/answers.js';
 import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
-import { ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
+import { ambiguousEndpointPath, ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
 import { decidedLater, decidedNow, type Deciding, type Described, type Exchange } from './exchange.js';
 import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from '../http/http-front.js';
 import { ImportedCheck } from './imported-check.js';
@@ -29,6 +29,8 @@ export interface AuthContext extends Books {
   readonly imported?: ImportedTokens;
   /** Browser sign-in: sessions as credentials, navigations sent to sign in; absent: neither. */
   readonly browser?: BrowserOptions;
+  /** `--trusted-proxy-hops`: load balancers in front of the proxy (authz/endpoints/client-address.ts); default 0. */
+  readonly trustedProxyHops?: number;
 }
 
 /** No index in service yet: nothing is allowed. */
@@ -53,9 +55,10 @@ class AuthPipeline {
   /** The configuration decide runs with: the context's, and the browser session hook when sign-in is on. */
   private readonly access: AccessConfig;
   /** One reused reader: the handler runs to completion before the next request is read. */
-  private readonly headers = new ContractHeaders();
+  private readonly headers: ContractHeaders;
 
   constructor(private readonly ctx: AuthContext) {
+    this.headers = new ContractHeaders(ctx.trustedProxyHops ?? 0);
     this.answers = answerSets(ctx.cacheMaxAge);
     this.books = new Bookkeeping(ctx);
     this.imported = ctx.imported && new ImportedCheck(ctx.imported, () => ctx.state.index, ctx.access);
@@ -84,11 +87,13 @@ class AuthPipeline {
     const index = this.ctx.state.index;
     if (index === null) return UNAVAILABLE;
     x.at = Date.now();
+    if (ambiguousEndpointPath(req.url ?? '')) return decidedNow({ outcome: 'malformed', reason: 'dot segments or encoded dots, slashes or backslashes in the endpoint path' });
     const reading = this.read(contract, req);
     if (!reading.ok) return decidedNow({ outcome: 'malformed', reason: reading.reason });
     x.reading = reading;
     if (reading.method !== null && !isToken(reading.method)) return decidedNow({ outcome: 'malformed', reason: 'no valid original method' });
     const d = this.decide(contract, req, reading, x, index);
+    if (reading.addressProblem !== undefined) this.books.addressUntrusted(contract.endpoint, reading.addressProblem, d, index);
     if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, reading));
     // No explicit credential to a closed scope and a session cookie not seen before: opened, then decided.
     const opening = this.browser?.toOpen(d, reading, x);
@@ -155,7 +160,7 @@ class AuthPipeline {
     let decision: Decision | null = null;
     if (index !== null && (v.ok || v.unavailable !== true)) {
       const verified: VerifiedJwt = v.ok ? { ...v, carrier: pending.carrier } : { ok: false, carrier: pending.carrier };
-      decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, verified }, Date.now());
+      decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, address: o.address, verified }, Date.now());
     }
     this.ctx.metrics.jwtDecision(decision === null ? 'unavailable' : outcomeOf(decision), v.ok ? undefined : v.reason);
     return decision;
@@ -172,6 +177,9 @@ class AuthPipeline {
         // A JWT: granted until exp plus the skew, cacheable only until exp itself. A session: never cacheable (an
         // auth cache keys on Authorization and ?token=, not on cookies: the next anonymous request would get it).
         return sendGrantedIdentity(res, set, d.scopeKey, d.user, d.group, d.carrier === 'session' ? x.at : jwtExpOf(d.expiresAt), x.at);
+      case 'granted-network':
+        // Never cacheable: an auth cache keys on Authorization and ?token=, not on the address.
+        return sendGrantedNetwork(res, set, d.scopeKey, d.network);
       case 'no-token': {
         const challenge = d.area === 'waf' ? set.noTokenWaf : set.noToken;
         if (x.browser?.navigation) return this.browser!.sendSignIn(res, set, x.browser, challenge);

@@ -5,11 +5,11 @@
  * what a decision line carries (never the raw target, a header or a credential).
  */
 import type { Logger } from 'pino';
-import { scopeKey, type Decision, type Scope } from '../../core/index.js';
+import { entryOf, scopeKey, type AccessIndex, type Decision, type Scope, type VerifyJwt } from '../../core/index.js';
 import { DecisionLog } from '../telemetry/decision-log.js';
-import type { EndpointName, LikelyProxy } from '../endpoints/index.js';
+import type { AddressProblem, EndpointName, LikelyProxy } from '../endpoints/index.js';
 import type { Exchange } from './exchange.js';
-import type { AnswerOutcome, AuthMetrics, ScopeKindLabel } from '../telemetry/metrics.js';
+import type { AnswerOutcome, AuthMetrics, GrantCredential, ScopeKindLabel } from '../telemetry/metrics.js';
 import type { Refusal, Refusals } from '../telemetry/refusals.js';
 import type { TokenUsage } from '../telemetry/token-usage.js';
 
@@ -25,7 +25,7 @@ export interface Books {
 
 /** The metric and log outcome of a decision: an identity's grant is a grant. */
 export function outcomeOf(d: Decision): AnswerOutcome {
-  if (d.outcome === 'granted-identity') return 'granted';
+  if (d.outcome === 'granted-identity' || d.outcome === 'granted-network') return 'granted';
   return d.outcome;
 }
 
@@ -46,6 +46,7 @@ function kindLabel(d: Decision | null): ScopeKindLabel {
   switch (d?.outcome) {
     case 'granted':
     case 'granted-identity':
+    case 'granted-network':
       return d.scope.kind;
     case 'no-token':
     case 'invalid-token':
@@ -91,6 +92,25 @@ function refusalOf(endpoint: EndpointName, d: Decision | null, outcome: AnswerOu
   }
 }
 
+/** The credential a grant was made on (svc_auth_grants_total's `credential`), or undefined for anything but a grant. */
+function credentialOf(d: Decision | null): GrantCredential | undefined {
+  switch (d?.outcome) {
+    case 'granted':
+      return d.imported ? 'imported' : 'token';
+    case 'granted-identity':
+      return d.carrier === 'session' ? 'session' : 'jwt';
+    case 'granted-network':
+      return 'network';
+    default:
+      return undefined;
+  }
+}
+
+/** A decision that refused: where an address that could not be trusted may have cost a network grant. */
+function isRefusal(d: Decision | VerifyJwt): boolean {
+  return d.outcome === 'no-token' || d.outcome === 'invalid-token' || d.outcome === 'insufficient-scope' || d.outcome === 'verify-jwt';
+}
+
 export class Bookkeeping {
   private readonly decisions: DecisionLog;
   /** Misdirected proxies warned about already (at most one line per endpoint and likely sender). */
@@ -104,6 +124,9 @@ export class Bookkeeping {
   answered(x: Exchange, d: Decision | null): void {
     if (d?.outcome === 'granted') this.books.usage.record(d.scopeKey, d.tokenId, x.at, d.imported === true);
     else if (d?.outcome === 'granted-identity') this.books.usage.recordIdentity(d.scopeKey, d.issuer, d.user, d.group, x.at);
+    else if (d?.outcome === 'granted-network') this.books.usage.recordNetwork(d.scopeKey, d.network, x.at);
+    const credential = credentialOf(d);
+    if (credential !== undefined) this.books.metrics.grant(credential);
     this.finish(x, d === null ? 'unavailable' : outcomeOf(d), kindLabel(d), d);
   }
 
@@ -115,6 +138,21 @@ export class Bookkeeping {
   /** A JWT decided in the first pass (verified before: the verifier's cache) is a JWT decision all the same. */
   decidedInOnePass(d: Decision): void {
     if (isKnownJwtDecision(d)) this.books.metrics.jwtDecision(outcomeOf(d));
+  }
+
+  /**
+   * A governed request whose endpoint read no address it can trust (a missing, repeated or disagreeing header, too
+   * short a chain for --trusted-proxy-hops, or an endpoint that reads none): network grants were off for it. Counted,
+   * and warned about once per endpoint and reason, when it was refused and a governing scope grants networks: only
+   * there could the address have changed the answer.
+   */
+  addressUntrusted(endpoint: EndpointName, problem: AddressProblem, d: Decision | VerifyJwt, index: AccessIndex): void {
+    if (!isRefusal(d) || !('governing' in d) || !d.governing.some((s) => entryOf(index, s)?.networks !== undefined)) return;
+    this.books.metrics.addressUntrusted(endpoint, problem);
+    const key = `address ${endpoint} ${problem}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.books.logger.warn({ endpoint, addressProblem: problem }, `network grants are off for requests whose client address cannot be trusted (${problem}); see docs/access-rules.md "Networks"`);
   }
 
   /** A request without its endpoint's target headers: counted, and warned about once per endpoint and likely sender. */
@@ -151,6 +189,12 @@ export class Bookkeeping {
     if (d?.outcome === 'granted-identity') {
       // Who (issuer, user) and through which group, never the JWT: a debug line per grant, summed at info by TokenUsage.
       if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: d.carrier, issuer: d.issuer, user: d.user, group: d.group });
+      return;
+    }
+    if (d?.outcome === 'granted-network') {
+      // Which network of which scope admitted which address: a debug line per grant, as for every grant (counted by
+      // svc_auth_grants_total{credential="network"}).
+      if (decisions.enabled('debug')) decisions.write('debug', { endpoint, method, outcome, path: d.path, scope: d.scopeKey, tokenSource: 'network', network: d.network, address: d.address });
       return;
     }
     // Refusals are counted for Refusals' info lines; a bounded sample of them is written at info one by one.

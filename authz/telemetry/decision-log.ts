@@ -24,6 +24,9 @@ export interface DecisionFields {
   readonly issuer?: string | undefined;
   readonly user?: string | undefined;
   readonly group?: string | undefined;
+  /** A network grant: the network of the scope that held the client address, and that address. */
+  readonly network?: string | undefined;
+  readonly address?: string | undefined;
 }
 
 interface Destination {
@@ -70,6 +73,8 @@ export class DecisionLog {
     if (f.issuer !== undefined) line += `,"issuer":${str(f.issuer)}`;
     if (f.user !== undefined) line += `,"user":${str(f.user)}`;
     if (f.group !== undefined) line += `,"group":${str(f.group)}`;
+    if (f.network !== undefined) line += `,"network":${str(f.network)}`;
+    if (f.address !== undefined) line += `,"address":${str(f.address)}`;
     this.stream.write(`${line},"msg":"decision"}\n`);
   }
 }

@@ -1,10 +1,14 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { AccessIndex, IndexedScope, TokenTableBuilder } from '../../core/index.js';
-import { ENDPOINTS, LIKELY_PROXIES, type EndpointName, type LikelyProxy } from '../endpoints/index.js';
+import { ADDRESS_PROBLEMS, ENDPOINTS, LIKELY_PROXIES, type AddressProblem, type EndpointName, type LikelyProxy } from '../endpoints/index.js';
 
 /** Every answer the auth endpoints give, as a metric label and a log field. */
 export const OUTCOMES = ['open', 'granted', 'no-token', 'invalid-token', 'insufficient-scope', 'malformed', 'unavailable', 'error'] as const;
 export type AnswerOutcome = (typeof OUTCOMES)[number];
+
+/** The credential a grant was made on: svc_auth_grants_total's `credential` label. */
+export const GRANT_CREDENTIALS = ['token', 'imported', 'jwt', 'session', 'network'] as const;
+export type GrantCredential = (typeof GRANT_CREDENTIALS)[number];
 
 /** The kind of the governing scope(s): `none` when nothing governs, `mixed` when two kinds govern at once. */
 export const SCOPE_KIND_LABELS = ['none', 'topic', 'dataset', 'path', 'mixed'] as const;
@@ -106,6 +110,25 @@ class EndpointHistogram {
   }
 }
 
+/** svc_auth_grants_total (children by credential, made once) and svc_auth_client_address_untrusted_total, all at 0. */
+function networkCounters(registers: Registry[]): { grants: Record<GrantCredential, { inc(): void }>; untrusted: Counter<'endpoint' | 'reason'> } {
+  const grants = new Counter({
+    name: 'svc_auth_grants_total',
+    help: 'Grants by the credential that made them: token, imported (wis2box-auth) token, jwt, session, or network (the client address, docs/access-rules.md "Networks").',
+    labelNames: ['credential'] as const,
+    registers,
+  });
+  for (const c of GRANT_CREDENTIALS) grants.labels(c).inc(0);
+  const untrusted = new Counter({
+    name: 'svc_auth_client_address_untrusted_total',
+    help: 'Refused requests whose endpoint read no client address it can trust (missing, repeated, disagreeing headers, too short a chain for --trusted-proxy-hops, or an endpoint that reads none) while a governing scope grants networks: network grants were off for them.',
+    labelNames: ['endpoint', 'reason'] as const,
+    registers,
+  });
+  for (const endpoint of ENDPOINTS) for (const reason of ADDRESS_PROBLEMS) untrusted.labels(endpoint, reason).inc(0);
+  return { grants: Object.fromEntries(GRANT_CREDENTIALS.map((c) => [c, grants.labels(c)])) as Record<GrantCredential, { inc(): void }>, untrusted };
+}
+
 /**
  * svc-auth's metrics, in their own registry, served on their own port. The per-request work is a few
  * increments of plain arrays; they reach prom-client's metrics at scrape time. Everything about the
@@ -128,6 +151,9 @@ export class AuthMetrics {
   private readonly jwtChildren = new Map<string, { inc(): void }>();
   private readonly jwksFetches: Counter<'issuer' | 'result'>;
   private readonly misdirectedRequests: Counter<'endpoint' | 'likely_proxy'>;
+  /** Children of svc_auth_grants_total, by credential (a fixed set, made once). */
+  private readonly grants: Record<GrantCredential, { inc(): void }>;
+  private readonly untrustedAddresses: Counter<'endpoint' | 'reason'>;
   private loadedAt: number | null = null;
   private expiryIndex: AccessIndex | null = null;
   private expiries: Float64Array | null = null;
@@ -158,6 +184,7 @@ export class AuthMetrics {
     });
     // At 0 from the first scrape, so an alert on its increase works at once.
     for (const endpoint of ENDPOINTS) for (const likely of LIKELY_PROXIES) this.misdirectedRequests.labels(endpoint, likely).inc(0);
+    ({ grants: this.grants, untrusted: this.untrustedAddresses } = networkCounters(registers));
     this.durations = new EndpointHistogram('svc_auth_decision_duration_seconds', 'Time from receiving an auth request to having written its answer.');
     this.registry.registerMetric(this.durations as unknown as Metric);
     this.reloadFailures = new Counter({
@@ -297,6 +324,16 @@ export class AuthMetrics {
   /** A JWKS fetch of an OpenID issuer (svc_auth_oidc_jwks_fetches_total), ok or failed. */
   jwksFetch(issuer: string, ok: boolean): void {
     this.jwksFetches.labels(issuer, ok ? 'ok' : 'failed').inc();
+  }
+
+  /** A grant, by the credential that made it (svc_auth_grants_total). */
+  grant(credential: GrantCredential): void {
+    this.grants[credential].inc();
+  }
+
+  /** A refused request without a client address its endpoint can trust (svc_auth_client_address_untrusted_total). */
+  addressUntrusted(endpoint: EndpointName, reason: AddressProblem): void {
+    this.untrustedAddresses.labels(endpoint, reason).inc();
   }
 
   /** A request without its endpoint's target headers (svc_auth_misdirected_requests_total). */

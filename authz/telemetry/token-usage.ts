@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 /**
  * Granted requests, counted per scope and token id (or, for single sign-on, per scope and identity: issuer, user
  * and the granting group) and logged at info once per window (a minute by default) as one "tokens used" (or
- * "identities used") line per pair, with the count and the first and last grant in the window.
+ * "identities used") line per pair (per scope and network for grants by address: "networks used"), with the count and the first and last grant in the window.
  *
  * Why not a line per grant: at the request rates svc-auth serves, that is one info line per request (tens
  * of megabytes a minute) repeating what the proxy's access log already holds, and it cost a fifth of a
@@ -18,6 +18,8 @@ interface Use {
   identity?: { readonly issuer: string; readonly user: string; readonly group: string | undefined };
   /** The token is an imported wis2box-auth hash: the line says so, so it can be replaced partner by partner. */
   imported?: true;
+  /** Set for grants by a network of the scope (the key is then the network's canonical text). */
+  network?: true;
 }
 
 /** Identities whose window keys are kept between windows (see identityKey). */
@@ -86,6 +88,22 @@ export class TokenUsage {
     return key;
   }
 
+  /**
+   * A grant by a network of the scope (spec.networks), counted per scope and network: the key is the network's own
+   * text, which no token id (hex) or identity key (starting with NUL) can be, and the index's string, so nothing is
+   * built per grant.
+   */
+  recordNetwork(scopeKey: string, network: string, now: number): void {
+    let byKey = this.window.get(scopeKey);
+    if (byKey === undefined) this.window.set(scopeKey, (byKey = new Map()));
+    const use = byKey.get(network);
+    if (use === undefined) byKey.set(network, { count: 1, first: now, last: now, network: true });
+    else {
+      use.count++;
+      use.last = now;
+    }
+  }
+
   /** Logs the window so far and starts a new one. */
   flush(): void {
     const window = this.window;
@@ -95,7 +113,8 @@ export class TokenUsage {
       for (const [tokenId, use] of byToken) {
         const when = { granted: use.count, first: new Date(use.first).toISOString(), last: new Date(use.last).toISOString() };
         const id = use.identity;
-        if (id) this.logger.info({ scope, issuer: id.issuer, user: id.user, ...(id.group !== undefined ? { group: id.group } : {}), ...when }, 'identities used');
+        if (use.network) this.logger.info({ scope, network: tokenId, ...when }, 'networks used');
+        else if (id) this.logger.info({ scope, issuer: id.issuer, user: id.user, ...(id.group !== undefined ? { group: id.group } : {}), ...when }, 'identities used');
         else this.logger.info({ scope, tokenId, ...(use.imported ? { imported: true } : {}), ...when }, 'tokens used');
       }
     }

@@ -8,7 +8,8 @@
 // sign-on: RS256, as most providers sign; the provider is a node:http server in this process serving discovery
 // and a JWKS, asked once at start), (e) first-seen JWTs (every request a JWT never sent before, so each one costs
 // an RSA verification: BENCH_FIRST_SEEN requests per round, default 4000, signed before the round), and (b) again
-// while the snapshot is reloaded back to back. Targets: (b) and (d) at least 0.8x the baseline's requests/s, (b)
+// while the snapshot is reloaded back to back, (f) a request granted by its address (X-Real-IP in a network of the
+// scope: a list of Global Services' /32s and a /24). Targets: (b), (d) and (f) at least 0.8x the baseline's requests/s, (b)
 // with a p99 at most 2x the baseline's; p99 during reloads at most 3x steady. (e) is reported, p99 included,
 // without a target. Then ./session.ts: a browser session cookie (a real sign-in through an OpenID provider's code
 // flow) deciding the group-granted scope, against the baseline (≥ 0.8x) and against oauth2-proxy's /oauth2/auth for
@@ -18,7 +19,7 @@
 // BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null),
 // BENCH_AUTH_DIST (1: run dist/authz/main.js, 0: the sources through tsx; default: dist/ when it is current),
 // BENCH_AUTH_NODE_FLAGS (node options for svc-auth; default: those of its bin's shebang, as deployed),
-// BENCH_CASES (comma-separated subset of baseline,open,valid,wrong,jwt,jwtFirst,reload; default all: targets whose cases
+// BENCH_CASES (comma-separated subset of baseline,open,valid,wrong,jwt,network,jwtFirst,reload; default all: targets whose cases
 // did not run are reported as not run, and the run fails), BENCH_SESSION (0: leave out the session-cookie section of
 // ./session.ts, svc-auth's browser session against oauth2-proxy's, which builds oauth2-proxy into the tool cache).
 import { KeyObject, pbkdf2Sync, randomBytes, sign } from 'node:crypto';
@@ -86,7 +87,14 @@ interface Fixture {
   readonly wrongToken: string;
   readonly protectedPath: string;
   readonly openPath: string;
+  /** A WAF file of the scope that grants networks (NETWORK_SCOPE), and an address one of them holds. */
+  readonly networkPath: string;
+  readonly networkAddress: string;
 }
+
+/** The scope next to the token's: it grants the WIS2 Global Services' addresses (a list of /32s and a /24). */
+const NETWORK_SCOPE = KNOWN_SCOPE - 1;
+const NETWORKS = [...Array.from({ length: 30 }, (_, i) => `192.0.2.${i + 1}/32`), '203.0.113.0/24', '2001:db8::/32'];
 
 function makeFixture(): Fixture {
   const token = formatGeneratedToken(randomBytes(32));
@@ -95,6 +103,8 @@ function makeFixture(): Fixture {
   // The token's scope grants a group of the OpenID provider too (case (d)).
   const granted = objects[KNOWN_SCOPE]!;
   objects[KNOWN_SCOPE] = { ...granted, spec: { ...granted.spec, subjects: [{ kind: 'Group', name: JWT_GROUP }] } };
+  const byNetwork = objects[NETWORK_SCOPE]!;
+  objects[NETWORK_SCOPE] = { ...byNetwork, spec: { ...byNetwork.spec, networks: NETWORKS.map((cidr) => ({ cidr })) } };
   const a = compileSnapshot(objects);
   // Generation b differs by one token in one scope, so every swap is a real reload.
   objects[SCOPES - 1] = withOneMoreToken(objects[SCOPES - 1]!);
@@ -106,6 +116,8 @@ function makeFixture(): Fixture {
     wrongToken,
     protectedPath: PROTECTED_PATH,
     openPath: '/data/2026-11-21/wis/origin/a/wis2/centre-open/data/core/weather/surface/x.bufr4',
+    networkPath: PROTECTED_PATH.replace(`centre-${KNOWN_SCOPE}`, `centre-${NETWORK_SCOPE}`),
+    networkAddress: '203.0.113.7',
   };
 }
 
@@ -370,6 +382,7 @@ async function main(): Promise<void> {
     valid: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.token}` }, expect: 200, pid: auth.pid },
     wrong: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.wrongToken}` }, expect: 401, pid: auth.pid },
     jwt: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${provider.jwt}` }, expect: 200, pid: auth.pid },
+    network: { url: authUrl, headers: { 'X-Original-URI': fixture.networkPath, 'X-Real-IP': fixture.networkAddress }, expect: 200, pid: auth.pid },
     jwtFirst: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath }, expect: 200, pid: auth.pid },
     reload: { url: authUrl, headers: { 'X-Original-URI': fixture.protectedPath, Authorization: `Bearer ${fixture.token}` }, expect: 200, pid: auth.pid },
   } as const;
@@ -377,7 +390,7 @@ async function main(): Promise<void> {
   const order = (process.env.BENCH_CASES?.split(',') ?? Object.keys(cases)) as CaseName[];
   const unknown = order.filter((name) => !(name in cases));
   if (unknown.length > 0) throw new Error(`BENCH_CASES: unknown case(s) ${unknown.join(', ')}; use some of ${Object.keys(cases).join(',')}`);
-  const runs: Record<CaseName, Measured[]> = { baseline: [], open: [], valid: [], wrong: [], jwt: [], jwtFirst: [], reload: [] };
+  const runs: Record<CaseName, Measured[]> = { baseline: [], open: [], valid: [], wrong: [], jwt: [], network: [], jwtFirst: [], reload: [] };
   /** The first-seen case: a fixed number of JWTs never sent before, one per request, signed before the run. */
   const FIRST_SEEN = Number(process.env.BENCH_FIRST_SEEN ?? 4000);
   const firstSeen = (n: number): Partial<CannonOptions> => {
@@ -438,6 +451,7 @@ async function main(): Promise<void> {
     valid: '(b) protected, valid Bearer token',
     wrong: '(c) protected, wrong token (401)',
     jwt: '(d) protected, valid JWT, group grant',
+    network: '(f) protected, granted by address',
     jwtFirst: '(e) (d) with first-seen JWTs',
     reload: '(b) during back-to-back reloads',
   };
@@ -465,6 +479,7 @@ async function main(): Promise<void> {
   const p99Ratio = ran('valid', 'baseline') ? ratio('valid', 'baseline', (m) => m.p99) : NaN;
   const reloadRatio = ran('reload', 'valid') ? ratio('reload', 'valid', (m) => m.p99) : NaN;
   const jwtRatio = ran('jwt', 'baseline') ? ratio('jwt', 'baseline', (m) => m.rps) : NaN;
+  const networkRatio = ran('network', 'baseline') ? ratio('network', 'baseline', (m) => m.rps) : NaN;
   if (ran('jwtFirst')) console.log(`  first-seen JWTs (e): ${fmt(perRound('jwtFirst', (m) => m.rps), 0)} req/s, p99 ${fmt(perRound('jwtFirst', (m) => m.p99))} ms (${FIRST_SEEN} per round, each an RSA verification)`);
   const statusesOk = order.every((name) => runs[name].every((m) => m.errors === 0 && [...m.statuses.keys()].every((st) => st === cases[name].expect)));
   // NaN (a case not run) compares false: a partial run never passes.
@@ -472,6 +487,7 @@ async function main(): Promise<void> {
     [`(b) requests/s ≥ 0.8× baseline: ${fmt(rpsRatio)}×`, rpsRatio >= 0.8],
     [`(b) p99 ≤ 2× baseline p99: ${fmt(p99Ratio)}×`, p99Ratio <= 2],
     [`(d) JWT requests/s ≥ 0.8× baseline: ${fmt(jwtRatio)}×`, jwtRatio >= 0.8],
+    [`(f) network-granted requests/s ≥ 0.8× baseline: ${fmt(networkRatio)}×`, networkRatio >= 0.8],
     [`p99 during reloads ≤ 3× steady-state (b) p99: ${fmt(reloadRatio)}× (${reloads} reloads)`, reloadRatio <= 3 && reloads > 0],
     ['every answer had the expected status, no errors', statusesOk],
   ];

@@ -4,7 +4,7 @@
 //
 // Both cookies are real: each relying party signs a user in through the authorization code flow of panva's
 // oidc-provider (test/e2e/support/oidc-provider.ts, in this process), driven with plain HTTP and a cookie jar
-// (test/e2e/support/http-sign-in.ts), and the cookie its callback set is the one measured. Every server is pinned
+// (test/e2e/support/browserless.ts), and the cookie its callback set is the one measured. Every server is pinned
 // to CPU 0 (oauth2-proxy also with GOMAXPROCS=1) and the load generator to CPU 1, with the same connections; rounds
 // interleave the cases and the ratios are taken within a round. A fresh sign-in precedes each round, so neither
 // session outlives its ID token.
@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OAUTH2_PROXY } from '../../test/controlplane/assets.js';
-import { signInOverHttp } from '../../test/e2e/support/http-sign-in.js';
+import { signInOverHttp } from '../../test/e2e/support/browserless.js';
 import { Oauth2Proxy, oauth2ProxyCallback } from '../../test/e2e/support/oauth2-proxy.js';
 import { OidcProvider } from '../../test/e2e/support/oidc-provider.js';
 import { freePorts } from '../../test/support/ports.js';

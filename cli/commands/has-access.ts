@@ -60,6 +60,11 @@ export function explain(scope: Scope, decision: Decision, addToken = 'svc auth a
     case 'granted':
     case 'granted-identity':
       return grantAnswer(wording, decision);
+    case 'granted-network': {
+      const grantedBy = scopeKey(decision.scope);
+      const reason = `address ${decision.address} is in network ${decision.network} of ${grantedBy}${grantedBy === target ? '' : `, which governs ${target}`}`;
+      return { granted: true, outcome: 'granted-network', reason, governing, grantedBy, address: decision.address, network: decision.network };
+    }
     default:
       return refusalAnswer(wording, decision);
   }

@@ -169,6 +169,20 @@ describe('plain nginx (deploy/nginx/svc-auth.conf)', () => {
     expect(block('@svc_sign_in').replace(/\s+/g, ' ')).toBe('location @svc_sign_in { if ($svc_sign_in) { return 302 $svc_sign_in; } return 401; }');
   });
 
+  it('every auth_request location keeps X-Svc-Denied and sends its 403 to the named location, which redirects only when it is set', () => {
+    const authed = [...live.matchAll(/location (\S+) \{[^}]*auth_request /g)].map((m) => m[1]!);
+    for (const head of authed) {
+      expect(block(head)).toContain('auth_request_set $svc_denied $upstream_http_x_svc_denied;');
+      expect(block(head)).toContain('error_page 403 = @svc_denied;');
+    }
+    expect(block('@svc_denied').replace(/\s+/g, ' ')).toBe('location @svc_denied { if ($svc_denied) { return 302 $svc_denied; } add_header WWW-Authenticate $svc_auth_challenge always; return 403; }');
+  });
+
+  it('the browser location passes the host the browser opened (Host, X-Forwarded-Host, X-Forwarded-Proto): several external URLs work', () => {
+    const route = /location ~ \S+ \{[^}]*\}/.exec(live)![0];
+    for (const line of ['proxy_set_header Host $http_host;', 'proxy_set_header X-Forwarded-Host $http_host;', 'proxy_set_header X-Forwarded-Proto $scheme;']) expect(route).toContain(line);
+  });
+
   it('the browser location matches the five paths whole and asks svc-auth the matched path, never the raw URI', () => {
     const m = /location ~ (\S+) \{\s*proxy_pass http:\/\/svc_auth\/authz\/\$1\$is_args\$args;/.exec(live);
     expect(m).not.toBeNull();

@@ -9,7 +9,8 @@ export const GROUPS = {
   normalize: { mutate: ['core/normalize.ts'], tests: ['core/normalize.test.ts'] },
   decide: {
     mutate: ['core/decide.ts'],
-    tests: ['core/decide.test.ts', 'core/decide.property.test.ts', 'core/decide-identity.test.ts', 'core/prefix-paths.test.ts', 'core/imported-hash.test.ts'],
+    // Every decide*.test.ts: each credential kind (tokens, identities, sessions, networks) has its own file.
+    tests: ['core/decide*.test.ts', 'core/prefix-paths.test.ts', 'core/imported-hash.test.ts'],
   },
 };
 

@@ -52,20 +52,21 @@ export interface Landed {
 }
 
 export class CookieJar {
-  private readonly byHost = new Map<string, Map<string, string>>();
+  private readonly byHost = new Map<string, Map<string, { value: string; origin: string }>>();
 
   /** Takes the Set-Cookie headers of an answer to `url`. */
   take(url: string, res: Response): void {
-    const host = new URL(url).hostname;
+    const { hostname: host, origin } = new URL(url);
     let jar = this.byHost.get(host);
     if (jar === undefined) this.byHost.set(host, (jar = new Map()));
     for (const c of res.headers.getSetCookie()) {
       const [pair = '', ...attrs] = c.split(';');
       const eq = pair.indexOf('=');
+      if (eq <= 0) continue;
       const name = pair.slice(0, eq).trim();
       const cleared = attrs.some((a) => /^\s*max-age\s*=\s*0\s*$/i.test(a)) || attrs.some((a) => /^\s*expires\s*=/i.test(a) && Date.parse(a.split('=')[1]!) < Date.now());
       if (cleared) jar.delete(name);
-      else jar.set(name, pair.slice(eq + 1).trim());
+      else jar.set(name, { value: pair.slice(eq + 1).trim(), origin });
     }
   }
 
@@ -73,21 +74,31 @@ export class CookieJar {
   header(url: string): string | undefined {
     const jar = this.byHost.get(new URL(url).hostname);
     if (jar === undefined || jar.size === 0) return undefined;
-    return [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    return [...jar].map(([k, v]) => `${k}=${v.value}`).join('; ');
   }
 
   get(url: string, name: string): string | undefined {
-    return this.byHost.get(new URL(url).hostname)?.get(name);
+    return this.byHost.get(new URL(url).hostname)?.get(name)?.value;
   }
 
   set(url: string, name: string, value: string): void {
-    const host = new URL(url).hostname;
+    const { hostname: host, origin } = new URL(url);
     if (!this.byHost.has(host)) this.byHost.set(host, new Map());
-    this.byHost.get(host)!.set(name, value);
+    this.byHost.get(host)!.set(name, { value, origin });
   }
 
   delete(url: string, name: string): void {
     this.byHost.get(new URL(url).hostname)?.delete(name);
+  }
+
+  /** A Cookie header of the cookies `origin` (port included) set (after a sign-in: its session cookie). */
+  setBy(origin: string): string {
+    return this.namesSetBy(origin).map((n) => `${n}=${this.get(origin, n)!}`).join('; ');
+  }
+
+  /** Names of the cookies `origin` (port included) set. */
+  namesSetBy(origin: string): string[] {
+    return [...(this.byHost.get(new URL(origin).hostname) ?? [])].filter(([, v]) => v.origin === origin).map(([k]) => k);
   }
 }
 
@@ -152,4 +163,22 @@ export async function navigate(jar: CookieJar, url: string, o: NavigateOptions =
     return { status: res.status, url: at, body: text, headers: res.headers, hops };
   }
   throw new Error(`more than 20 redirects from ${url}: ${hops.map((h) => `${h.status} ${h.url}`).join(' -> ')}`);
+}
+
+export interface Credentials {
+  readonly user: string;
+  readonly password: string;
+}
+
+/**
+ * Follows the sign-in that starts at `start` (a relying party's sign-in URL) until the next URL is one `landed`
+ * accepts (not fetched: where the relying party sends the signed-in browser back to), filling in the provider's
+ * login form on the way; the jar then holds the relying party's session cookie (`jar.setBy(origin)`). Throws, naming
+ * the status and path (never a query, which carries codes), when the flow stops anywhere else.
+ */
+export async function signInOverHttp(start: string, credentials: Credentials, landed: (url: URL) => boolean, jar = new CookieJar()): Promise<{ jar: CookieJar; landing: URL }> {
+  const end = await navigate(jar, start, { login: credentials, stopBefore: (u) => landed(new URL(u)) });
+  if (end.status === 0) return { jar, landing: new URL(end.url) };
+  const at = new URL(end.url);
+  throw new Error(`the sign-in stopped at ${at.origin}${at.pathname}: ${end.status}`);
 }

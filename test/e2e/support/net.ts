@@ -23,6 +23,8 @@ export interface RawRequest {
   readonly version?: string;
   /** The address to connect to; default 127.0.0.1 (a pod's IP on the node harness, say). */
   readonly address?: string;
+  /** The client's source address (a loopback address other than 127.0.0.1, say): what the proxy sees as the peer. */
+  readonly localAddress?: string;
 }
 
 /**
@@ -43,7 +45,7 @@ export function rawRequest(port: number, req: RawRequest, timeoutMs = 15_000): P
   const head = Buffer.from(lines.join('\r\n'), 'latin1');
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const socket = connect({ host: address, port });
+    const socket = connect({ host: address, port, ...(req.localAddress !== undefined ? { localAddress: req.localAddress } : {}) });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no complete answer from ${address}:${port} within ${timeoutMs} ms`));

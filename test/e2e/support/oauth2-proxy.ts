@@ -1,13 +1,13 @@
 // oauth2-proxy (built from its Go module into the tool cache: ensureOauth2Proxy) as the OpenID relying party of
 // ./oidc-provider.ts, the way a site without svc-auth's sign-in would put it in front of its data: provider oidc,
 // the session in its encrypted cookie (no Redis), /oauth2/auth for the proxy's auth subrequest. A user signs in with
-// plain HTTP (./http-sign-in.ts); the cookie that leaves is a real session cookie of oauth2-proxy.
+// plain HTTP (./browserless.ts); the cookie that leaves is a real session cookie of oauth2-proxy.
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureOauth2Proxy } from '../../controlplane/assets.js';
 import { Supervised } from '../../support/process.js';
-import { signInOverHttp, type Credentials } from './http-sign-in.js';
+import { signInOverHttp, type Credentials } from './browserless.js';
 
 /** Where oauth2-proxy sends the signed-in browser (its `rd`); never fetched by the sign-in. */
 const LANDING = '/signed-in';
