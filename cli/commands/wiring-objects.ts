@@ -131,7 +131,8 @@ export function extAuth(v: WiringValues, releaseNamespace: string): Record<strin
   return {
     failOpen: false,
     http: { backendRefs: [authBackendRef(v, releaseNamespace)], path: '/authz/ext-authz', headersToBackend: RESPONSE_HEADERS.map((h) => h.toLowerCase()) },
-    headersToExtAuth: ['authorization', ...CLIENT_HEADERS.map((h) => h.toLowerCase())],
+    // x-forwarded-for: the client address Envoy appended, which svc-auth reads for network grants (spec.networks).
+    headersToExtAuth: ['authorization', 'x-forwarded-for', ...CLIENT_HEADERS.map((h) => h.toLowerCase())],
   };
 }
 

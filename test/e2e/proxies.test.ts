@@ -196,7 +196,7 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through every p
       for (const name of policy.spec.extAuth.http.headersToBackend) expect(text).toContain(`exact: ${name}`);
       // The same client headers go to svc-auth: the credentials, the method overrides and a browser session's.
       for (const name of policy.spec.extAuth.headersToExtAuth) expect(text).toContain(`exact: ${name}`);
-      expect(policy.spec.extAuth.headersToExtAuth).toEqual(['authorization', 'x-http-method-override', 'x-http-method', 'x-method-override',
+      expect(policy.spec.extAuth.headersToExtAuth).toEqual(['authorization', 'x-forwarded-for', 'x-http-method-override', 'x-http-method', 'x-method-override',
         'cookie', 'accept', 'sec-fetch-mode', 'sec-fetch-site', 'sec-fetch-dest', 'origin']);
     });
 

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../controlplane/controlplane.js';
 import { helmBinary } from '../stack/helm.js';
@@ -23,7 +23,7 @@ import { rawRequest, type RawResponse } from './support/net.js';
 import { writeScopeAtomically } from './support/scopes.js';
 import { SvcAuth } from './support/svc-auth.js';
 import { startTraefikProvider, type TraefikKube } from './support/traefik-kube.js';
-import { sendWith, wiredCases, type WiredRequest } from './support/wiring-cases.js';
+import { networkScopes, sendWith, wiredCases, type WiredRequest } from './support/wiring-cases.js';
 import { EXTERNAL_URL, loopbackServices, renderWiring, startCountingServer, wiredValues, WIRED_HOST, yamlStream, type CountingServer, type WiredController } from './support/wiring.js';
 import { stopServer } from './support/oapi-standin.js';
 
@@ -52,6 +52,9 @@ let svcAuth: SvcAuth | undefined;
 let cp: ControlPlane | undefined;
 const traefiks: TraefikKube[] = [];
 let envoyGateway: RunningEnvoyGateway | undefined;
+
+/** This machine's own IPv4 addresses, loopback aside. */
+const hostAddresses = (): string[] => Object.values(networkInterfaces()).flat().filter((i) => i && i.family === 'IPv4' && !i.internal).map((i) => i!.address);
 
 const send = (port: number, req: WiredRequest, token?: TokenName, host?: string): Promise<RawResponse> => sendWith(tokens, port, host ? { host } : {})(req, token);
 
@@ -82,6 +85,9 @@ beforeAll(async () => {
   const staging = join(base, 'staging');
   for (const d of [scopes, staging]) mkdirSync(d, { recursive: true });
   for (const [scope, records] of initialScopes(tokens)) writeScopeAtomically(scopes, staging, scope, records);
+  // Traefik reports the suite's requests from 127.0.0.1; Envoy, whose peer is a loopback address, appends its own
+  // address instead (one of this machine's).
+  writeFileSync(join(scopes, 'networks.yaml'), networkScopes(['127.0.0.1/32', ...hostAddresses().map((a) => `${a}/32`)]));
   waf = buildWafTree(join(base, 'waf'));
   wafServer = await startCountingServer(ports.waf, waf.root);
   oapiServer = await startCountingServer(ports.oapi);

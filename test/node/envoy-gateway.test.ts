@@ -17,7 +17,7 @@ import { initialScopes, makeTokens } from '../e2e/support/harness.js';
 import { rawRequest } from '../e2e/support/net.js';
 import { stopServer } from '../e2e/support/oapi-standin.js';
 import { manifestText } from '../e2e/support/scopes.js';
-import { sendWith, wiredCases } from '../e2e/support/wiring-cases.js';
+import { networkScopes, sendWith, wiredCases } from '../e2e/support/wiring-cases.js';
 import { EXTERNAL_URL, renderWiring, startCountingServer, WIRED_HOST, yamlStream, type CountingServer } from '../e2e/support/wiring.js';
 import { runHelm, type Manifest } from '../stack/helm.js';
 import { freePorts } from '../support/ports.js';
@@ -97,6 +97,8 @@ suite('Envoy Gateway\'s Kubernetes provider on a real node, reading what `helm i
     if (installed.status !== 0) throw new Error(`helm install failed: ${installed.stderr.slice(-2000)}`);
     k(['apply', '-f', '-'], dataServices({ waf: wafPort, oapi: apiPort }));
     k(['apply', '-n', NAMESPACE, '-f', '-'], initialScopes(tokens).map(([scope, records]) => manifestText(scope, records)).join('---\n'));
+    // The Envoy pod sees the suite's requests come from the host's address on the bridge.
+    k(['apply', '-n', NAMESPACE, '-f', '-'], networkScopes([`${GATEWAY}/32`]));
     envoyIp = eg.envoyPods()[0]!.ip;
     authIp = json<{ items: { status: { podIP: string } }[] }>(['get', 'pods', '-n', NAMESPACE, '-l', 'app.kubernetes.io/component=auth']).items[0]!.status.podIP;
     // Ready when the policy is in force and svc-auth has the snapshot: the token opens the closed file through Envoy.

@@ -93,6 +93,7 @@ http:
     - x-auth-request-token-id
 headersToExtAuth:
   - authorization
+  - x-forwarded-for
   - x-http-method-override
   - x-http-method
   - x-method-override

@@ -4,9 +4,11 @@
 // at 401, every other controller's header and method family refused (never a bypass), svc-auth's pages routed and its
 // decision endpoints not. Tokens never appear in a test name or a failure message.
 import { expect, it } from '@jest/globals';
+import { dumpManifests, newProtectedScope, scopeObjectName, type Scope } from '../../../core/index.js';
 import { WAF, type WafTree } from './fixtures.js';
 import type { TokenName } from './harness.js';
 import { header, rawRequest, type RawResponse } from './net.js';
+import { newToken, tokenRecord } from './scopes.js';
 import { EXTERNAL_URL, WIRED_HOST } from './wiring.js';
 
 export interface WiredRequest {
@@ -42,6 +44,25 @@ export function sendWith(tokens: Readonly<Record<TokenName, string>>, port: numb
     }
     return rawRequest(port, { method: req.method ?? 'GET', target, headers, body: req.body, host: opts.host ?? WIRED_HOST, ...(opts.address ? { address: opts.address } : {}) });
   };
+}
+
+/** The topic of WAF.boundaryTopicFile: closed by a token, and granted to the client's own network. */
+const NEAR: Scope = { kind: 'topic', value: 'origin.a.wis2.mw-met.data.core2' };
+/** The dataset of WAF.datasetChildFile: closed by a token, and granted to a network the client is not in. */
+const FAR: Scope = { kind: 'dataset', value: 'urn:wmo:md:mw-met:obs:hourly' };
+/** A documentation network (TEST-NET-3): not this machine's, whatever its address. */
+const FAR_NETWORK = '203.0.113.0/24';
+
+/**
+ * The ProtectedScopes of the network cases (spec.networks, issue 30), as manifests: WAF.boundaryTopicFile's topic granted
+ * to `clientCidrs` (the addresses the controllers report the suite's requests from), WAF.datasetChildFile's dataset to a
+ * documentation network. Each also holds a token nobody knows, so it stays closed when its network is not the client's.
+ */
+export function networkScopes(clientCidrs: readonly string[]): string {
+  return dumpManifests(([[NEAR, clientCidrs], [FAR, [FAR_NETWORK]]] as const).map(([scope, cidrs]) => {
+    const o = newProtectedScope(scope, scopeObjectName(scope), undefined, [tokenRecord(newToken())]);
+    return { ...o, spec: { ...o.spec, networks: cidrs.map((cidr) => ({ cidr, description: 'a WIS2 Global Cache' })) } };
+  }));
 }
 
 /** A browser's top-level navigation, and a page's fetch(): what Chromium sends. */
@@ -129,6 +150,21 @@ function familyCases(c: () => WiredContext): void {
   });
 }
 
+function networkCases(c: () => WiredContext): void {
+  it('a client in a network of the closed scope gets its file without a token: the controller passes the address it saw', async () => {
+    const res = await c().send({ target: WAF.boundaryTopicFile });
+    expect(res.status).toBe(200);
+    expect(res.body.includes(c().waf.markers.boundaryTopicFile)).toBe(true);
+  });
+
+  it.each([['no header', []], ['the client\'s own X-Forwarded-For and X-Real-IP naming the granted network', [['X-Forwarded-For', '203.0.113.7'], ['X-Real-IP', '203.0.113.7']]]] as const)(
+    'a network that does not hold the client grants nothing (%s)', async (_n, headers) => {
+      const res = await c().send({ target: WAF.datasetChildFile, headers });
+      expect(res.status).toBe(401);
+      expect(res.body.includes(c().waf.markers.datasetChildFile)).toBe(false);
+    });
+}
+
 function pagesCases(c: () => WiredContext): void {
   it('svc-auth\'s pages are routed on the host: the public list, exactly as svc-auth answers it', async () => {
     const [direct, via] = await Promise.all([c().direct('/authz/v1/protected'), c().send({ target: '/authz/v1/protected' })]);
@@ -146,5 +182,6 @@ function pagesCases(c: () => WiredContext): void {
 export function wiredCases(context: () => WiredContext): void {
   accessCases(context);
   familyCases(context);
+  networkCases(context);
   pagesCases(context);
 }
