@@ -142,6 +142,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): CommandUn
   stateCommands(auth, run, name);
   importCommand(auth, run);
   removeTokenCommand(auth, run);
+  wiringCommand(auth, run, name);
   completionCommand(program, io, setExit);
   configureOutputs(program, io);
   return program;
@@ -349,6 +350,25 @@ function importCommand(auth: Command, run: Runner): void {
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .action((file, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/import.js')).importStore(ctx, file, opts)));
 
+}
+
+/** wiring: what the chart renders from protect.*, for your own manifests. */
+function wiringCommand(auth: Command, run: Runner, name: string): void {
+  const collect = (v: string, prev: string[] = []) => [...prev, v];
+  auth
+    .command('wiring')
+    .description("print the objects that send a controller's routes to svc-auth, as the chart renders them from its protect values (for your own manifests or GitOps overlays)")
+    .addOption(new Option('--controller <controller>', 'who reads them (protect.controller)').choices(['ingress-nginx', 'traefik', 'envoy-gateway', 'gateway-api']))
+    .option('-f, --values <file>', "the chart's values file(s), merged in order as helm -f merges them", collect)
+    .option('--route <host/path=service:port>', 'a protected path of a host and the Service serving it (repeat; replaces protect.hosts)', collect)
+    .option('--gateway <namespace/name>', 'the Gateway the HTTPRoutes attach to, envoy-gateway and gateway-api (repeat; replaces their parentRefs)', collect)
+    .addOption(outputOption(['yaml', 'json'], 'yaml'))
+    .addHelpText('after', `
+-n is svc-auth's namespace (the release's). Examples:
+  ${name} -n svc auth wiring --controller ingress-nginx --route data.example.org/data=waf:80 --route data.example.org/oapi=oapi:80
+  ${name} -n svc auth wiring --controller envoy-gateway --gateway envoy-gateway-system/eg --route data.example.org/data=waf:80
+  ${name} -n svc auth wiring -f values.yaml > wiring.yaml      # protect.* of the values you install the chart with`)
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/wiring.js')).wiring(ctx, (cmd.optsWithGlobals() as { namespace?: string }).namespace, opts)));
 }
 
 function completionCommand(program: CommandUnknownOpts, io: Io, setExit: (code: number) => void): void {

@@ -16,6 +16,11 @@
 //   (tn) the same with ForwardAuth asking an nginx `return 200`, the limit of any ForwardAuth upstream in any
 //        runtime: Traefik keeps at most two idle connections to it, so most auth requests open a connection, and
 //        (td)/(tn) shows what accepting them costs Node itself (reported, not a target).
+//   (ta) the same Traefik routers without the ForwardAuth middleware: Traefik's own ceiling, so (tb)/(ta) is what
+//        the ForwardAuth hop and svc-auth cost together, and (td)/(ta) the hop alone
+//   (ea), (eb), (ed) the same three for Envoy Gateway v1.9 (standalone, Envoy with concurrency 1): an HTTPRoute
+//        without a SecurityPolicy; deploy/gateway-api/envoy-gateway-securitypolicy.yaml's extAuth asking svc-auth;
+//        the same extAuth asking (d)'s do-nothing upstream. Envoy Gateway and its Envoy on CPU 0 like the others.
 // BENCH_E2E_PROF=DIR writes a V8 CPU profile of svc-auth there.
 // Then revocation through (f): the token is removed from its scope and the time until the first refusal
 // is measured against the configured bound (svc-auth's --cache-max-age, which nginx obeys via X-Accel-Expires).
@@ -31,6 +36,8 @@ import { fileURLToPath } from 'node:url';
 import { formatGeneratedToken } from '../../core/index.js';
 import { ensureNginx, nginxPlan } from '../../test/e2e/support/nginx.js';
 import { tokenRecord, writeScopeAtomically } from '../../test/e2e/support/scopes.js';
+import { load as yamlLoad, dump as yamlDump } from 'js-yaml';
+import { envoyGatewayPolicy, loopbackBackends, startEnvoyGateway, type RunningEnvoyGateway } from '../../test/e2e/support/envoy-gateway.js';
 import { traefikDynamic, traefikStatic } from '../../test/e2e/support/traefik.js';
 import { ensureTraefik } from '../../test/controlplane/assets.js';
 import { freePorts, httpStatus as status, waitForPort } from '../../test/support/ports.js';
@@ -47,7 +54,7 @@ const CONNECTIONS = Number(process.env.BENCH_E2E_CONNECTIONS ?? 32);
 const CONNECTIONS_1M = Number(process.env.BENCH_E2E_CONNECTIONS_1M ?? 4);
 const CACHE_MAX_AGE = Number(process.env.BENCH_E2E_CACHE_MAX_AGE ?? 5);
 
-type Case = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'a1m' | 'b1m' | 'd1m' | 'f1m' | 'tb' | 'td' | 'tn';
+type Case = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'a1m' | 'b1m' | 'd1m' | 'f1m' | 'tb' | 'td' | 'tn' | 'ta' | 'ea' | 'eb' | 'ed';
 const ALL_CASES: readonly { id: Case; label: string }[] = [
   { id: 'a', label: '(a) 1 KiB file, no auth_request' },
   { id: 'b', label: '(b) protected, svc-auth, keepalive' },
@@ -62,21 +69,27 @@ const ALL_CASES: readonly { id: Case; label: string }[] = [
   { id: 'tb', label: '(tb) Traefik ForwardAuth to svc-auth' },
   { id: 'td', label: '(td) Traefik ForwardAuth to (d)\'s do-nothing node:http upstream' },
   { id: 'tn', label: '(tn) Traefik ForwardAuth to an nginx `return 200`' },
+  { id: 'ta', label: '(ta) Traefik without ForwardAuth' },
+  { id: 'ea', label: '(ea) Envoy Gateway without extAuth' },
+  { id: 'eb', label: '(eb) Envoy Gateway extAuth to svc-auth' },
+  { id: 'ed', label: '(ed) Envoy Gateway extAuth to (d)\'s do-nothing node:http upstream' },
 ];
-const TRAEFIK_CASES: readonly Case[] = ['tb', 'td', 'tn'];
+const TRAEFIK_CASES: readonly Case[] = ['tb', 'td', 'tn', 'ta'];
+const ENVOY_GATEWAY_CASES: readonly Case[] = ['ea', 'eb', 'ed'];
+/** The Host each proxied case's route matches (Envoy Gateway's three share one listener). */
+const HOSTS: Partial<Record<Case, string>> = { tb: 'data.example.org', td: 'data.example.org', tn: 'data.example.org', ta: 'data.example.org', ea: 'ea.example.org', eb: 'data.example.org', ed: 'ed.example.org' };
 // BENCH_E2E_CASES=a1m,b1m runs a subset while working on one figure (targets are then judged on what ran)
 const only = process.env.BENCH_E2E_CASES?.split(',');
 const CASES = only ? ALL_CASES.filter((c) => only.includes(c.id)) : ALL_CASES;
 
 const TOPIC = { kind: 'topic', value: 'origin.a.wis2.bench.data.core' } as const;
-/** The host deploy/traefik/dynamic.yaml's routers match. */
-const TRAEFIK_HOST = 'data.example.org';
 const DIR = '/data/2026-11-21/wis/origin/a/wis2/bench/data/core';
 
 const children: Supervised[] = [];
+let benchEnvoyGateway: RunningEnvoyGateway | undefined;
 /** Stops every child and waits for each (SIGKILL after 5 s). */
 async function stopAll(): Promise<void> {
-  await Promise.all(children.map((c) => c.stop('SIGTERM', 5000)));
+  await Promise.all([...children.map((c) => c.stop('SIGTERM', 5000)), benchEnvoyGateway?.stop()]);
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stopAll().then(() => process.exit(130)));
 
@@ -211,6 +224,39 @@ ${server(p.ok200, `
 `;
 }
 
+/** deploy/traefik/dynamic.yaml's routers without the ForwardAuth middleware: Traefik's own ceiling. */
+function withoutForwardAuth(dynamic: string): string {
+  const config = yamlLoad(dynamic) as { http: { routers: Record<string, { middlewares?: string[] }> } };
+  for (const router of Object.values(config.http.routers)) delete router.middlewares;
+  return yamlDump(config);
+}
+
+/**
+ * (ea), (eb), (ed) on one Envoy Gateway (standalone; it binds fixed ports, so one per machine): an HTTPRoute without
+ * a policy on ea.example.org; deploy/gateway-api/envoy-gateway-securitypolicy.yaml on data.example.org asking
+ * svc-auth; the same on ed.example.org, in a namespace of its own whose svc-auth Backend is the do-nothing upstream.
+ * Envoy Gateway and its Envoy move to CPU 0.
+ */
+async function startBenchEnvoyGateway(base: string, p: { listen: number; auth: number; waf: number; noop: number }): Promise<RunningEnvoyGateway> {
+  const b = { listen: p.listen, auth: p.auth, waf: p.waf, oapi: p.waf };
+  const toNoop = envoyGatewayPolicy(b).split('namespace: svc\n').join('namespace: bench-noop\n').split('data.example.org').join('ed.example.org');
+  const plain = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: plain, namespace: svc }
+spec:
+  parentRefs: [{ name: eg, namespace: envoy-gateway-system }]
+  hostnames: [ea.example.org]
+  rules:
+    - matches: [{ path: { type: PathPrefix, value: /data } }]
+      backendRefs: [{ group: gateway.envoyproxy.io, kind: Backend, name: waf, port: ${p.waf} }]
+`;
+  const resources = [envoyGatewayPolicy(b), toNoop, loopbackBackends('bench-noop', { waf: p.waf, oapi: p.waf, 'svc-auth': p.noop }), plain].join('---\n');
+  const running = await startEnvoyGateway(join(base, 'envoy-gateway'), b, { resources, logLevel: 'error', accessLog: false, log: (m) => console.log(m) });
+  benchEnvoyGateway = running;
+  if (hasTaskset) for (const pid of running.pids()) spawnSync('taskset', ['-a', '-cp', '0', String(pid)], { stdio: 'ignore' });
+  return running;
+}
+
 const NOOP_SERVER = `import { createServer } from 'node:http';
 createServer((req, res) => { res.writeHead(200, { 'Content-Length': '0' }); res.end(); }).listen(Number(process.argv[1]), '127.0.0.1');`;
 
@@ -236,8 +282,8 @@ async function main(): Promise<void> {
   const script = join(base, 'auth.lua');
   writeFileSync(script, 'local t = os.getenv("BENCH_TOKEN")\nif t ~= nil and t ~= "" then wrk.headers["Authorization"] = "Bearer " .. t end\n');
 
-  const [a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, metrics, tb, td, tn, ok200] = (await freePorts(17)) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
-  const ports = { a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, tb, td, tn, ok200 };
+  const [a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, metrics, tb, td, tn, ok200, ta, eg] = (await freePorts(19)) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
+  const ports = { a, b, c, d, e, f, a1m, b1m, d1m, f1m, auth, noop, tb, td, tn, ok200, ta, ea: eg, eb: eg, ed: eg };
   start(0, process.execPath, ['--input-type=module', '-e', NOOP_SERVER, String(noop)]);
   start(0, process.execPath, [...svcAuthNodeFlags(ROOT), ...(process.env.BENCH_E2E_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_E2E_PROF] : []), 'dist/authz/main.js', '--scopes-dir', scopes, '--listen', `127.0.0.1:${auth}`,
     '--metrics-listen', `127.0.0.1:${metrics}`, '--cache-max-age', String(CACHE_MAX_AGE), '--log-level', 'warn'], { ...process.env, NODE_OPTIONS: '' });
@@ -250,26 +296,28 @@ async function main(): Promise<void> {
   const withTraefik = CASES.some((cs) => TRAEFIK_CASES.includes(cs.id));
   if (withTraefik) {
     const traefik = await ensureTraefik();
-    for (const [name, listen, authPort] of [['tb', tb, auth], ['td', td, noop], ['tn', tn, ok200]] as const) {
+    for (const [name, listen, authPort] of [['tb', tb, auth], ['td', td, noop], ['tn', tn, ok200], ['ta', ta, auth]] as const) {
       const dynamicFile = join(base, `traefik-${name}-dynamic.yaml`);
       const staticFile = join(base, `traefik-${name}.yaml`);
       const tp = { listen, auth: authPort, waf: a, oapi: a };
-      writeFileSync(dynamicFile, traefikDynamic(tp));
+      writeFileSync(dynamicFile, name === 'ta' ? withoutForwardAuth(traefikDynamic(tp)) : traefikDynamic(tp));
       writeFileSync(staticFile, traefikStatic(tp, dynamicFile));
       start(0, traefik, [`--configFile=${staticFile}`]);
     }
   }
-  for (const port of [noop, auth, a, b, c, d, e, f, a1m, b1m, d1m, f1m, ok200, ...(withTraefik ? [tb, td, tn] : [])]) await waitForPort(port, 30_000);
+  const withEnvoyGateway = CASES.some((cs) => ENVOY_GATEWAY_CASES.includes(cs.id));
+  const envoyGateway = withEnvoyGateway ? await startBenchEnvoyGateway(base, { listen: eg, auth, waf: a, noop }) : undefined;
+  for (const port of [noop, auth, a, b, c, d, e, f, a1m, b1m, d1m, f1m, ok200, ...(withTraefik ? [tb, td, tn, ta] : [])]) await waitForPort(port, 30_000);
   // Not fatal here: the per-case check below says what does not answer as intended.
   await waitUntil(async () => (await status(auth, '/readyz')) === 200, { what: 'svc-auth /readyz', timeoutMs: 30_000 }).catch(() => undefined);
 
   const path = (big: boolean) => `${DIR}/${big ? 'x1m' : 'x1k'}.bufr4`;
   const bearer = { Authorization: `Bearer ${token}` };
-  const hostOf = (id: Case) => (TRAEFIK_CASES.includes(id) ? TRAEFIK_HOST : undefined);
+  const hostOf = (id: Case) => HOSTS[id];
   // Traefik listens before its file provider has loaded the routers (404 until then)
   if (withTraefik) {
-    for (const port of [tb, td, tn]) {
-      await waitUntil(async () => (await status(port, path(false), { ...bearer, Host: TRAEFIK_HOST })) !== 404,
+    for (const port of [tb, td, tn, ta]) {
+      await waitUntil(async () => (await status(port, path(false), { ...bearer, Host: HOSTS.tb! })) !== 404,
         { what: `Traefik on ${port} to load its routers`, timeoutMs: 30_000 }).catch(() => undefined);
     }
   }
@@ -281,11 +329,11 @@ async function main(): Promise<void> {
     const host = hostOf(cs.id);
     const ok = await status(port, path(big), host ? { ...bearer, Host: host } : bearer);
     const without = await status(port, path(big), host ? { Host: host } : {});
-    const want = cs.id.startsWith('a') || cs.id.startsWith('d') || cs.id === 'td' || cs.id === 'tn' ? 200 : 401;
+    const want = cs.id.startsWith('a') || cs.id.startsWith('d') || ['td', 'tn', 'ta', 'ea', 'ed'].includes(cs.id) ? 200 : 401;
     if (ok !== 200 || without !== want) throw new Error(`case ${cs.label}: ${ok} with the token, ${without} without (want 200, ${want})`);
   }
 
-  console.log(`bench:e2e — nginx 1 worker + svc-auth on CPU 0, wrk (1 thread, ${CONNECTIONS} connections, ${CONNECTIONS_1M} for 1 MiB) on CPU 1${hasTaskset ? '' : ' (taskset missing: not pinned)'}; ${ROUNDS} interleaved rounds of ${DURATION}s per case`);
+  console.log(`bench:e2e — nginx 1 worker + svc-auth${withTraefik ? ' + Traefik' : ''}${envoyGateway ? ' + Envoy Gateway and its Envoy (concurrency 1)' : ''} on CPU 0, wrk (1 thread, ${CONNECTIONS} connections, ${CONNECTIONS_1M} for 1 MiB) on CPU 1${hasTaskset ? '' : ' (taskset missing: not pinned)'}; ${ROUNDS} interleaved rounds of ${DURATION}s per case`);
   const results = new Map<Case, Result[]>(CASES.map((cs) => [cs.id, []]));
   for (const cs of CASES) wrk(`http://127.0.0.1:${ports[cs.id]}${path(cs.id.endsWith('1m'))}`, script, token, 1, hostOf(cs.id)); // warm-up
   for (let round = 0; round < ROUNDS; round++) {
@@ -304,13 +352,14 @@ async function main(): Promise<void> {
   const ratio = (x: Case, y: Case) => !ran(x, y) ? NaN : median(results.get(x)!.map((r, i) => r.rps / results.get(y)![i]!.rps));
   const p99ratio = (x: Case, y: Case) => !ran(x, y) ? NaN : median(results.get(x)!.map((r, i) => r.p99ms / results.get(y)![i]!.p99ms));
   const fx = (n: number, d = 2) => n.toFixed(d);
-  // Traefik's rows are divided by (td), their do-nothing ForwardAuth upstream, in the ÷(d) column
-  console.log('\n| case | req/s | p99 ms | CPU0 / CPU1 | ÷(a) req/s | ÷(d) req/s (Traefik: ÷(td)) | ÷(e) req/s | p99 ÷(a) |');
+  // Traefik's rows are divided by (td), their do-nothing ForwardAuth upstream, in the ÷(d) column; Envoy Gateway's by (ed)
+  const doNothingOf = (id: Case, big: boolean): Case => (TRAEFIK_CASES.includes(id) ? 'td' : ENVOY_GATEWAY_CASES.includes(id) ? 'ed' : big ? 'd1m' : 'd');
+  console.log('\n| case | req/s | p99 ms | CPU0 / CPU1 | ÷(a) req/s | ÷(d) req/s (Traefik: ÷(td); Envoy Gateway: ÷(ed)) | ÷(e) req/s | p99 ÷(a) |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const cs of CASES) {
     const big = cs.id.endsWith('1m');
     const ref = big ? 'a1m' : 'a';
-    console.log(`| ${cs.label} | ${Math.round(med(cs.id, 'rps'))} | ${fx(med(cs.id, 'p99ms'))} | ${Math.round(med(cs.id, 'cpu0') * 100)}% / ${Math.round(med(cs.id, 'cpu1') * 100)}% | ${fx(ratio(cs.id, ref))} | ${fx(ratio(cs.id, cs.id.startsWith('t') ? 'td' : big ? 'd1m' : 'd'))} | ${big ? '—' : fx(ratio(cs.id, 'e'))} | ${fx(p99ratio(cs.id, ref))} |`);
+    console.log(`| ${cs.label} | ${Math.round(med(cs.id, 'rps'))} | ${fx(med(cs.id, 'p99ms'))} | ${Math.round(med(cs.id, 'cpu0') * 100)}% / ${Math.round(med(cs.id, 'cpu1') * 100)}% | ${fx(ratio(cs.id, ref))} | ${fx(ratio(cs.id, doNothingOf(cs.id, big)))} | ${big ? '—' : fx(ratio(cs.id, 'e'))} | ${fx(p99ratio(cs.id, ref))} |`);
   }
 
   // Revocation through (f) (its token is already in the cache when (f) ran): remove the token, then time until (f) first refuses it.
@@ -343,6 +392,7 @@ async function main(): Promise<void> {
   // What the 1 MiB target looks like against the limit of any subrequest, and with the auth cache users can enable.
   console.log(`  (1 MiB (d)/(a) = ${fx(ratio('d1m', 'a1m'))}: a do-nothing subrequest; 1 MiB (b)/(d) = ${fx(ratio('b1m', 'd1m'))}; 1 MiB (f)/(a) = ${fx(ratio('f1m', 'a1m'))}: with the auth cache)`);
   console.log(`  (Traefik against nginx's \`return 200\`: (tb)/(tn) = ${fx(ratio('tb', 'tn'))}, (td)/(tn) = ${fx(ratio('td', 'tn'))}: what Node's own connection handling costs where most auth requests open a connection)`);
+  console.log(`  (each controller's ceiling and what asking costs behind it: Traefik (tb)/(ta) = ${fx(ratio('tb', 'ta'))}, (td)/(ta) = ${fx(ratio('td', 'ta'))}; Envoy Gateway (eb)/(ea) = ${fx(ratio('eb', 'ea'))}, (ed)/(ea) = ${fx(ratio('ed', 'ea'))}, (eb)/(ed) = ${fx(ratio('eb', 'ed'))})`);
   await stopAll();
   rmSync(base, { recursive: true, force: true });
   // a partial run (BENCH_E2E_CASES) never passes

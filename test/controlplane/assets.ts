@@ -349,6 +349,12 @@ export function envoyGatewayBuildDir(): string {
   return pinnedBuildDir(envoyGatewayRecipe);
 }
 
+/** The module cache's copy of the pinned Envoy Gateway module (its CRDs and charts), downloaded when missing. */
+export function envoyGatewayModuleDir(): string {
+  mkdirSync(cacheRoot(), { recursive: true });
+  return downloadedModuleDir(ENVOY_GATEWAY.module, ENVOY_GATEWAY.version, ENVOY_GATEWAY.sum);
+}
+
 /** TEST_ASSET_ENVOY_GATEWAY, else the cached build, else `go build` of the pinned module. */
 export function ensureEnvoyGateway(): Promise<string> {
   return ensurePinnedModuleBinary(envoyGatewayRecipe);

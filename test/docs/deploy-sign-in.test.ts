@@ -50,7 +50,7 @@ describe('Traefik (deploy/traefik: dynamic.yaml and middleware.yaml)', () => {
   });
 
   it('middleware.yaml: the sign-in IngressRoute carries exactly the five browser paths to svc-auth, without the middleware', () => {
-    const route = named('deploy/traefik/middleware.yaml', 'IngressRoute', 'svc-auth-sign-in').spec as { routes: { match: string; middlewares?: unknown[]; services: { name: string }[] }[] };
+    const route = named('deploy/traefik/middleware.yaml', 'IngressRoute', 'svc-auth-pages').spec as { routes: { match: string; middlewares?: unknown[]; services: { name: string }[] }[] };
     expect(route.routes).toHaveLength(1);
     expect(traefikPaths(route.routes[0]!.match)).toEqual({ paths: BROWSER_PATHS, prefixes: [] });
     expect(route.routes[0]!.middlewares).toBeUndefined();
@@ -96,16 +96,17 @@ describe('Envoy Gateway (deploy/gateway-api/envoy-gateway-securitypolicy.yaml)',
   });
 
   it('the sign-in HTTPRoute carries exactly the five browser paths to svc-auth, and the SecurityPolicy does not target it', () => {
-    const route = named(file, 'HTTPRoute', 'svc-auth-sign-in').spec as { rules: { matches: { path: { type: string; value: string } }[]; backendRefs: { name: string }[] }[] };
+    const route = named(file, 'HTTPRoute', 'svc-auth-pages').spec as { rules: { matches: { path: { type: string; value: string } }[]; backendRefs: { name: string }[] }[] };
     expect(route.rules.flatMap((r) => r.matches.map((m) => m.path))).toEqual(BROWSER_PATHS.map((value) => ({ type: 'Exact', value })));
     expect(route.rules.flatMap((r) => r.backendRefs.map((b) => b.name))).toEqual(['svc-auth']);
-    expect(policy.targetRefs.map((t) => t.name)).not.toContain('svc-auth-sign-in');
+    expect(policy.targetRefs.map((t) => t.name)).not.toContain('svc-auth-pages');
   });
 });
 
 describe('Gateway API ExternalAuth (deploy/gateway-api/httproute-externalauth.yaml)', () => {
   type Rule = { matches: { path: { type: string; value: string } }[]; backendRefs: { name: string }[]; filters?: { type: string; externalAuth: { http: { allowedHeaders: string[]; allowedResponseHeaders: string[] } } }[] };
-  const rules = (load(read('deploy/gateway-api/httproute-externalauth.yaml')) as { spec: { rules: Rule[] } }).spec.rules;
+  // The data route and the route to svc-auth's pages, each an HTTPRoute of the file.
+  const rules = (docsOf('deploy/gateway-api/httproute-externalauth.yaml') as { spec: { rules: Rule[] } }[]).flatMap((d) => d.spec.rules);
   const authOf = (r: Rule) => r.filters?.find((f) => f.type === 'ExternalAuth')?.externalAuth;
 
   it('every data rule passes the session headers and copies no Set-Cookie to the backend', () => {
@@ -128,7 +129,7 @@ describe('Gateway API ExternalAuth (deploy/gateway-api/httproute-externalauth.ya
 describe('ingress-nginx (deploy/ingress-nginx)', () => {
   type Ingress = { metadata: { annotations?: Record<string, string> }; spec: { rules: { http: { paths: { path: string; pathType: string; backend: { service: { name: string } } }[] } }[] } };
   const data = load(read('deploy/ingress-nginx/ingress.yaml')) as Ingress;
-  const signIn = load(read('deploy/ingress-nginx/sign-in-route.yaml')) as Ingress;
+  const signIn = load(read('deploy/ingress-nginx/pages-route.yaml')) as Ingress;
 
   it('the data Ingress copies no Set-Cookie to the backend, and does not send every 401 to a sign-in page (auth-signin)', () => {
     const a = data.metadata.annotations!;

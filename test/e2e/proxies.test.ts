@@ -196,13 +196,14 @@ suite('the real data path: pygeoapi and the WAF behind svc-auth, through every p
       for (const name of policy.spec.extAuth.http.headersToBackend) expect(text).toContain(`exact: ${name}`);
       // The same client headers go to svc-auth: the credentials, the method overrides and a browser session's.
       for (const name of policy.spec.extAuth.headersToExtAuth) expect(text).toContain(`exact: ${name}`);
-      expect(policy.spec.extAuth.headersToExtAuth).toEqual(['authorization', 'x-http-method-override', 'x-http-method', 'x-method-override',
+      expect(policy.spec.extAuth.headersToExtAuth).toEqual(['authorization', 'x-forwarded-for', 'x-http-method-override', 'x-http-method', 'x-method-override',
         'cookie', 'accept', 'sec-fetch-mode', 'sec-fetch-site', 'sec-fetch-dest', 'origin']);
     });
 
     it('Gateway API ExternalAuth: every rule but the sign-in route\'s asks the same path and lets the same headers through as envoy.yaml', () => {
       type Rule = { filters?: { type: string; externalAuth: { protocol: string; http: { path: string; allowedResponseHeaders: string[] } } }[]; backendRefs: { name: string }[] };
-      const route = yamlLoad(readFileSync(`${REPO_ROOT}/deploy/gateway-api/httproute-externalauth.yaml`, 'utf8')) as { spec: { rules: Rule[] } };
+      const routes = yamlLoadAll(readFileSync(`${REPO_ROOT}/deploy/gateway-api/httproute-externalauth.yaml`, 'utf8')) as { spec: { rules: Rule[] } }[];
+      const route = { spec: { rules: routes.flatMap((r) => r.spec.rules) } };
       const text = readFileSync(ENVOY_EXAMPLE, 'utf8');
       // The browser sign-in rule goes to svc-auth itself, without the filter (test/docs/deploy-sign-in.test.ts checks its paths).
       const data = route.spec.rules.filter((r) => r.backendRefs[0]?.name !== 'svc-auth');

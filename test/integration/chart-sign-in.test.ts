@@ -33,8 +33,8 @@ function signIn(over: Record<string, unknown> = {}, oidc: Record<string, unknown
   };
 }
 
-/** The five browser paths, as deploy/ingress-nginx/sign-in-route.yaml routes them (the chart must route the same). */
-const DEPLOY_PATHS = ((load(readFileSync(join(repoRoot, 'deploy', 'ingress-nginx', 'sign-in-route.yaml'), 'utf8')) as Ingress).spec.rules[0]!.http.paths).map((p) => p.path);
+/** The five browser paths, as deploy/ingress-nginx/pages-route.yaml routes them (the chart must route the same). */
+const DEPLOY_PATHS = ((load(readFileSync(join(repoRoot, 'deploy', 'ingress-nginx', 'pages-route.yaml'), 'utf8')) as Ingress).spec.rules[0]!.http.paths).map((p) => p.path);
 const HOSTS = ['data.example.org', 'files.example.org'];
 
 interface Ingress { spec: { ingressClassName: string; tls?: { hosts: string[]; secretName: string }[]; rules: { host: string; http: { paths: { path: string; pathType: string; backend: { service: { name: string; port: { name: string } } } }[] } }[] } }
@@ -153,7 +153,7 @@ describe('chart auth.signIn.*', () => {
     expect(route[0]!.spec.parentRefs).toEqual(parentRefs);
     expect(route[0]!.spec.hostnames).toEqual(HOSTS);
     const deploy = (loadAll(readFileSync(join(repoRoot, 'deploy', 'gateway-api', 'envoy-gateway-securitypolicy.yaml'), 'utf8')) as (Manifest & HTTPRoute)[])
-      .find((d) => d.kind === 'HTTPRoute' && d.metadata.name === 'svc-auth-sign-in')!;
+      .find((d) => d.kind === 'HTTPRoute' && d.metadata.name === 'svc-auth-pages')!;
     expect(route[0]!.spec.rules.map((r) => r.matches)).toEqual(deploy.spec.rules.map((r) => r.matches));
     expect(route[0]!.spec.rules.flatMap((r) => r.backendRefs)).toEqual([{ name: 'svc-auth', port: 8080 }]);
     expect(ofKind(m, 'Ingress')).toEqual([]);

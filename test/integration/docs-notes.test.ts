@@ -31,7 +31,26 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   },
 };
 
+// The chart wired into each controller (protect.*), with deploy/'s example values.
+for (const file of ['ingress-nginx', 'traefik-ingress-nginx', 'traefik', 'envoy-gateway', 'gateway-api']) {
+  VALUE_SETS[`wired (deploy/values/${file}.yaml)`] = load(readFileSync(join(CHART_DIR, '..', '..', 'deploy', 'values', `${file}.yaml`), 'utf8')) as Record<string, unknown>;
+}
+
 const work = mkdtempSync(join(tmpdir(), 'svc-notes-'));
+
+/** The YAML indented below the first line that reads `header`, as data. */
+function block(text: string, header: string): unknown {
+  const lines = text.split('\n');
+  const at = lines.findIndex((l) => l.trim() === header);
+  expect(at).toBeGreaterThanOrEqual(0);
+  const indent = (l: string): number => l.length - l.trimStart().length;
+  const body: string[] = [];
+  for (const l of lines.slice(at + 1)) {
+    if (l.trim() !== '' && indent(l) <= indent(lines[at]!)) break;
+    body.push(l);
+  }
+  return load(body.join('\n'));
+}
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** NOTES.txt of the chart rendered with `values`, as release svc in namespace svc. */
@@ -60,6 +79,9 @@ describe('the chart NOTES.txt, rendered', () => {
   }, 15 * 60_000);
 
   const sets = Object.keys(VALUE_SETS);
+  /** The sets without protect.*: NOTES then shows every controller's settings, as deploy/ has them. */
+  const unwired = sets.filter((n) => !n.startsWith('wired'));
+  const wired = sets.filter((n) => n.startsWith('wired'));
 
   it.each(sets)('with the %s values: every svc command parses with the CLI', async (name) => {
     const examples = textExamples(notes.get(name)!, `NOTES.txt (${name})`);
@@ -72,7 +94,7 @@ describe('the chart NOTES.txt, rendered', () => {
     expect(refused).toEqual([]);
   });
 
-  it.each(sets)('with the %s values: the ingress annotations are those of deploy/, all of them', (name) => {
+  it.each(unwired)('with the %s values: the ingress annotations are those of deploy/, all of them', (name) => {
     const text = notes.get(name)!;
     const manifests = deployAnnotations(DEPLOY_MANIFESTS);
     const mentions = annotationMentions(text, `NOTES.txt (${name})`, false);
@@ -82,12 +104,32 @@ describe('the chart NOTES.txt, rendered', () => {
     expect(Object.keys(ingress).filter((k) => !shown.has(k))).toEqual([]);
   });
 
-  it.each(sets)('with the %s values: the proxy settings it shows are those of deploy/', (name) => {
+  it.each(unwired)('with the %s values: the proxy settings it shows are those of deploy/', (name) => {
     // Indented `key: value` lines (the Traefik middleware's), read like the documentation's code spans.
     const lines = notes.get(name)!.split('\n').map((l) => (/^\s+[A-Za-z_][\w.]*:\s+\S/.test(l) && !l.includes('ingress.kubernetes.io/') ? `\`${l.trim()}\`` : ''));
     const settings = manifestSettings(PROXY_MANIFESTS);
     expect(lines.filter((l) => l !== '').length).toBeGreaterThan(2);
     expect(settingMismatches(lines.join('\n'), `NOTES.txt (${name})`, settings)).toEqual([]);
+  });
+
+  it.each(wired)('with the %s values: it shows exactly the settings of the objects the chart rendered', (name) => {
+    const text = notes.get(name)!;
+    const m = helmTemplate(helm, { namespace: 'svc', values: VALUE_SETS[name]! }).manifests;
+    const ingress = m.find((o) => o.kind === 'Ingress' && o.metadata.name === 'svc-data');
+    const middleware = m.find((o) => o.kind === 'Middleware') as (Manifest & { spec: { forwardAuth: unknown } }) | undefined;
+    const policy = m.find((o) => o.kind === 'SecurityPolicy') as (Manifest & { spec: { extAuth: unknown } }) | undefined;
+    if (ingress) {
+      const shown = Object.fromEntries(annotationMentions(text, `NOTES.txt (${name})`, false).map((a) => [a.key, a.value]));
+      expect(shown).toEqual(ingress.metadata.annotations);
+    }
+    if (middleware) expect(block(text, 'forwardAuth:')).toEqual(middleware.spec.forwardAuth);
+    if (policy) expect(block(text, 'extAuth:')).toEqual(policy.spec.extAuth);
+    for (const route of m.filter((o) => o.kind === 'HTTPRoute' && o.metadata.name !== 'svc-auth-pages')) expect(text).toContain(`HTTPRoute ${route.metadata.name}`);
+    expect(ingress ?? middleware ?? m.find((o) => o.kind === 'HTTPRoute')).toBeDefined();
+    // svc-auth's pages, as the pages route carries them.
+    const pages = m.find((o) => o.metadata.name === 'svc-auth-pages')!;
+    const paths = JSON.stringify(pages.spec).match(/\/authz\/[a-z0-9/-]+/g)!;
+    expect(text).toContain([...new Set(paths)].join(', '));
   });
 
   it('says which namespaces reach svc-auth as the values set them, and warns when nothing restricts it', () => {

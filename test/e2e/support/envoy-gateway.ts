@@ -25,6 +25,18 @@ export interface EnvoyGatewayOptions {
   readonly logLevel?: 'debug' | 'info' | 'error';
   /** Progress messages; default stderr. */
   readonly log?: (message: string) => void;
+  /**
+   * The objects to serve instead of the example's (the chart's, say), Services already turned into Backends
+   * (backendRefsToBackends); they come with envoyGatewayTestObjects(b) all the same.
+   */
+  readonly resources?: string;
+  /**
+   * What must be in force before the start resolves; default: ext_authz on /data and /oapi of data.example.org.
+   * `listener`: only that Envoy listens (a route Envoy Gateway refuses has no filter to wait for).
+   */
+  readonly ready?: 'ext-authz' | 'listener';
+  /** Envoy's access log (one JSON line per request on Envoy Gateway's output); default on. Off for benches. */
+  readonly accessLog?: boolean;
 }
 
 export interface RunningEnvoyGateway {
@@ -34,6 +46,8 @@ export interface RunningEnvoyGateway {
   stop(): Promise<void>;
   /** The last lines of Envoy Gateway's output (Envoy's included), for failure messages. */
   tail(lines?: number): string;
+  /** Envoy Gateway's pid and its Envoys' (a bench pins them to a core). */
+  pids(): number[];
 }
 
 function backendRef(name: string, port: number): string {
@@ -58,11 +72,37 @@ export function envoyGatewayPolicy(b: Backends): string {
 }
 
 /**
+ * The chart's objects for the file provider: every backendRef to a Service (the HTTPRoutes' and the SecurityPolicy's)
+ * becomes a reference to the Envoy Gateway Backend of the same name, for the reason envoyGatewayPolicy gives. Nothing
+ * else changes.
+ */
+export function backendRefsToBackends(objects: readonly Record<string, unknown>[]): Record<string, unknown>[] {
+  const backend = (ref: Record<string, unknown>) => ({ group: 'gateway.envoyproxy.io', kind: 'Backend', ...ref });
+  return objects.map((o) => {
+    const copy = JSON.parse(JSON.stringify(o)) as { kind: string; spec: { rules?: { backendRefs?: Record<string, unknown>[] }[]; extAuth?: { http: { backendRefs: Record<string, unknown>[] } } } };
+    for (const rule of copy.spec.rules ?? []) rule.backendRefs = rule.backendRefs?.map(backend);
+    if (copy.spec.extAuth) copy.spec.extAuth.http.backendRefs = copy.spec.extAuth.http.backendRefs.map(backend);
+    return copy;
+  });
+}
+
+/** Envoy Gateway Backends to 127.0.0.1, one per Service name, in `namespace`. */
+export function loopbackBackends(namespace: string, ports: Readonly<Record<string, number>>): string {
+  return Object.entries(ports).map(([name, port]) => `apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: Backend
+metadata: { name: ${name}, namespace: ${namespace} }
+spec:
+  endpoints:
+    - ip: { address: 127.0.0.1, port: ${port} }
+`).join('---\n');
+}
+
+/**
  * What a cluster would have besides the example: the GatewayClass and Gateway "eg" the example
  * attaches to (listener on b.listen, routes from every namespace since the HTTPRoute lives in "svc"), an
  * EnvoyProxy that pins the host Envoy to the PyPI build's version, and the Backends standing in for the Services.
  */
-export function envoyGatewayTestObjects(b: Backends): string {
+export function envoyGatewayTestObjects(b: Backends, accessLog = true): string {
   const backend = (name: string, port: number) => `---
 apiVersion: gateway.envoyproxy.io/v1alpha1
 kind: Backend
@@ -78,7 +118,7 @@ spec:
   provider:
     type: Host
     host: { envoyVersion: "${ENVOY.version}" }
-  concurrency: 1
+  concurrency: 1${accessLog ? '' : '\n  telemetry: { accessLog: { disable: true } }'}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
@@ -205,8 +245,8 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
 
   const resources = join(dir, 'resources');
   mkdirSync(resources, { recursive: true });
-  writeFileSync(join(resources, 'test-objects.yaml'), envoyGatewayTestObjects(b));
-  writeFileSync(join(resources, 'envoy-gateway-securitypolicy.yaml'), envoyGatewayPolicy(b));
+  writeFileSync(join(resources, 'test-objects.yaml'), envoyGatewayTestObjects(b, opts.accessLog ?? true));
+  writeFileSync(join(resources, 'envoy-gateway-securitypolicy.yaml'), opts.resources ?? envoyGatewayPolicy(b));
 
   // The xDS server's and Envoy's certificates (one CA), where the Host infrastructure looks for them.
   const certgen = spawnSync(binary, ['certgen', '--local', '--config-home', join(dir, 'config')], { encoding: 'utf8', timeout: 60_000 });
@@ -233,7 +273,7 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
     // then the routes would pass unchecked.
     await waitUntil(async () => {
       const port = envoyAdminPort([join(dir, 'state'), join(dir, 'run')]);
-      return port !== undefined && await extAuthzInForce(port);
+      return port !== undefined && (opts.ready === 'listener' || await extAuthzInForce(port));
     }, {
       what: 'ext_authz on the routes of data.example.org',
       timeoutMs: Math.max(1000, deadline - Date.now()),
@@ -248,7 +288,7 @@ export async function startEnvoyGateway(dir: string, b: Backends, opts: EnvoyGat
       describe: () => proc.tail(60),
     });
     log(`Envoy Gateway serves data.example.org on :${b.listen} (ext_authz to 127.0.0.1:${b.auth})`);
-    return { port: b.listen, stop, tail: (lines?: number) => proc.tail(lines) };
+    return { port: b.listen, stop, tail: (lines?: number) => proc.tail(lines), pids: () => [...(proc.pid === undefined ? [] : [proc.pid]), ...envoysUnder(dir)] };
   } catch (e) {
     await stop();
     throw e;

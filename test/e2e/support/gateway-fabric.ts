@@ -16,7 +16,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { load } from 'js-yaml';
+import { loadAll } from 'js-yaml';
 import { REPO_ROOT } from './svc-auth.js';
 
 export const GATEWAY_API_EXTERNAL_AUTH = join(REPO_ROOT, 'deploy', 'gateway-api', 'httproute-externalauth.yaml');
@@ -50,18 +50,20 @@ const headerVar = (name: string): string => `$http_${name.toLowerCase().replaceA
 /** Fabric keeps each allowed response header in a variable of its own. */
 const responseVar = (name: string): string => `$ngf_ext_auth_${name.toLowerCase().replaceAll('-', '_')}`;
 
-export function readRoute(file = GATEWAY_API_EXTERNAL_AUTH): Route {
-  return load(readFileSync(file, 'utf8')) as Route;
+/** The HTTPRoutes of a file (the data route and the route to svc-auth's pages). */
+export function readRoutes(file = GATEWAY_API_EXTERNAL_AUTH): Route[] {
+  return (loadAll(readFileSync(file, 'utf8')) as (Route & { kind?: string })[]).filter((d) => d?.kind === 'HTTPRoute');
 }
 
-/** The server block Fabric renders for the route, listening on 127.0.0.1:`listen`. */
-export function gatewayFabricServer(p: FabricPorts, route: Route = readRoute()): string {
+/** The server block Fabric renders for the routes (one host), listening on 127.0.0.1:`listen`. */
+export function gatewayFabricServer(p: FabricPorts, routes: readonly Route[] = readRoutes()): string {
   const port = (name: string): number => {
     const found = p.services[name];
     if (found === undefined) throw new Error(`${GATEWAY_API_EXTERNAL_AUTH} names Service ${name}, which the suite does not run`);
     return found;
   };
-  const locations = route.spec.rules.map((rule, i) => {
+  const locations = routes.flatMap((route) => route.spec.rules.map((rule, i) => {
+    const internal = (n: number): string => `/_ngf-internal-ext-auth-${route.metadata.namespace}_${route.metadata.name}_rule${n}`;
     const auth = rule.filters?.find((f) => f.type === 'ExternalAuth')?.externalAuth;
     const backend = rule.backendRefs[0]!;
     const main = (path: string): string => `
@@ -101,11 +103,8 @@ ${headers.map(([n, v]) => `            proxy_set_header ${n} "${v}";`).join('\n'
         }`);
     }
     return blocks.join('\n');
-  });
-
-  function internal(i: number): string {
-    return `/_ngf-internal-ext-auth-${route.metadata.namespace}_${route.metadata.name}_rule${i}`;
-  }
+  }));
+  const hostnames = [...new Set(routes.flatMap((r) => r.spec.hostnames))];
 
   return `
     # NGINX Gateway Fabric's rendering of deploy/gateway-api/httproute-externalauth.yaml
@@ -115,7 +114,7 @@ ${headers.map(([n, v]) => `            proxy_set_header ${n} "${v}";`).join('\n'
     }
     server {
         listen 127.0.0.1:${p.listen};
-        server_name ${route.spec.hostnames.join(' ')};
+        server_name ${hostnames.join(' ')};
 ${locations.join('\n')}
 
         location / {

@@ -21,6 +21,8 @@ export interface RawRequest {
   readonly headers?: readonly (readonly [string, string])[];
   readonly body?: string;
   readonly version?: string;
+  /** The address to connect to; default 127.0.0.1 (a pod's IP on the node harness, say). */
+  readonly address?: string;
   /** The client's source address (a loopback address other than 127.0.0.1, say): what the proxy sees as the peer. */
   readonly localAddress?: string;
 }
@@ -33,7 +35,8 @@ export interface RawRequest {
 export function rawRequest(port: number, req: RawRequest, timeoutMs = 15_000): Promise<RawResponse> {
   const method = req.method ?? 'GET';
   const lines = [`${method} ${req.target} ${req.version ?? 'HTTP/1.1'}`];
-  const host = req.host === undefined ? `127.0.0.1:${port}` : req.host;
+  const address = req.address ?? '127.0.0.1';
+  const host = req.host === undefined ? `${address}:${port}` : req.host;
   if (host !== null) lines.push(`Host: ${host}`);
   for (const [name, value] of req.headers ?? []) lines.push(`${name}: ${value}`);
   const body = req.body === undefined ? undefined : Buffer.from(req.body, 'utf8');
@@ -42,10 +45,10 @@ export function rawRequest(port: number, req: RawRequest, timeoutMs = 15_000): P
   const head = Buffer.from(lines.join('\r\n'), 'latin1');
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const socket = connect({ host: '127.0.0.1', port, ...(req.localAddress !== undefined ? { localAddress: req.localAddress } : {}) });
+    const socket = connect({ host: address, port, ...(req.localAddress !== undefined ? { localAddress: req.localAddress } : {}) });
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`no complete answer from 127.0.0.1:${port} within ${timeoutMs} ms`));
+      reject(new Error(`no complete answer from ${address}:${port} within ${timeoutMs} ms`));
     }, timeoutMs);
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', (e: NodeJS.ErrnoException) => {
@@ -53,13 +56,13 @@ export function rawRequest(port: number, req: RawRequest, timeoutMs = 15_000): P
       // A reset after a complete answer is still an answer (nginx may close early on a bad request).
       const parsed = chunks.length > 0 ? tryParse(Buffer.concat(chunks)) : undefined;
       if (parsed) resolve(parsed);
-      else reject(new Error(`request to 127.0.0.1:${port} failed: ${e.code ?? e.message}`));
+      else reject(new Error(`request to ${address}:${port} failed: ${e.code ?? e.message}`));
     });
     socket.on('end', () => {
       clearTimeout(timer);
       const parsed = tryParse(Buffer.concat(chunks));
       if (parsed) resolve(parsed);
-      else reject(new Error(`unparsable answer from 127.0.0.1:${port} (${Buffer.concat(chunks).length} bytes)`));
+      else reject(new Error(`unparsable answer from ${address}:${port} (${Buffer.concat(chunks).length} bytes)`));
     });
     socket.write(body === undefined ? head : Buffer.concat([head, body]));
   });

@@ -1,6 +1,6 @@
 // Traefik's Kubernetes providers run as host processes against a real kube-apiserver (test/controlplane), reading
 // the deploy/ manifests the way a user applies them:
-//   - kubernetesIngressNGINX: deploy/ingress-nginx/ingress.yaml (+ auth-request-headers.yaml, sign-in-route.yaml), the provider that
+//   - kubernetesIngressNGINX: deploy/ingress-nginx/ingress.yaml (+ auth-request-headers.yaml, pages-route.yaml), the provider that
 //     lets an ingress-nginx user move to Traefik without rewriting Ingresses;
 //   - kubernetesCRD: deploy/traefik/middleware.yaml (the ForwardAuth Middleware and the IngressRoutes).
 // Backends are Services of type ExternalName pointing at 127.0.0.1: nothing runs pods here, and EndpointSlices
@@ -22,7 +22,7 @@ import { REPO_ROOT } from './svc-auth.js';
 export const INGRESS_NGINX_EXAMPLE = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'ingress.yaml');
 export const INGRESS_NGINX_HEADERS = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'auth-request-headers.yaml');
 export const TRAEFIK_CRD_EXAMPLE = join(REPO_ROOT, 'deploy', 'traefik', 'middleware.yaml');
-export const INGRESS_NGINX_SIGN_IN = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'sign-in-route.yaml');
+export const INGRESS_NGINX_SIGN_IN = join(REPO_ROOT, 'deploy', 'ingress-nginx', 'pages-route.yaml');
 
 /** The Host the examples route on; the suites keep it (replacing it with itself proves nothing). */
 export const KUBE_HOST = 'data.example.org';
@@ -113,9 +113,9 @@ export function ingressNginxHeadersManifest(namespace: string): string {
   return replaceExact(readFileSync(INGRESS_NGINX_HEADERS, 'utf8'), '  namespace: svc\n', `  namespace: ${namespace}\n`, 'deploy/ingress-nginx/auth-request-headers.yaml');
 }
 
-/** deploy/ingress-nginx/sign-in-route.yaml (the browser route to svc-auth) with namespace, host and svc-auth's port replaced. */
+/** deploy/ingress-nginx/pages-route.yaml (the browser route to svc-auth) with namespace, host and svc-auth's port replaced. */
 export function ingressNginxSignInManifest(b: KubeBackends, namespace: string, host = KUBE_HOST): string {
-  const f = 'deploy/ingress-nginx/sign-in-route.yaml';
+  const f = 'deploy/ingress-nginx/pages-route.yaml';
   let text = readFileSync(INGRESS_NGINX_SIGN_IN, 'utf8');
   text = replaceExact(text, '  namespace: svc\n', `  namespace: ${namespace}\n`, f);
   text = replaceExact(text, `- host: ${KUBE_HOST}\n`, `- host: ${host}\n`, f);
@@ -218,56 +218,55 @@ async function routed(p: Supervised, port: number, namespace: string, applied: s
   return { port, namespace, applied, stop: () => p.stop(), tail: (lines?: number) => p.tail(lines) };
 }
 
+export type TraefikProvider = 'kubernetesIngressNGINX' | 'kubernetesCRD';
+
 /**
- * Traefik's kubernetesIngressNGINX provider in front of svc-auth, from deploy/ingress-nginx/ingress.yaml. Applies
- * an IngressClass `nginx` (controller k8s.io/ingress-nginx, the one the provider selects), the namespace, the
- * ExternalName Services `waf`, `oapi` and `svc-auth`, auth-request-headers.yaml, the Ingress and the sign-in route's
+ * Traefik with one Kubernetes provider, watching `namespace` only, in front of what `manifests` (applied to the
+ * kube-apiserver first, with the namespace) describe; resolves once Traefik routes `host` `probePath`. Brings what the
+ * provider needs: the IngressClass `nginx` (controller k8s.io/ingress-nginx, the one kubernetesIngressNGINX selects),
+ * or Traefik's CRDs from its module; and the provider's RBAC as Traefik ships it. The CRD provider gets
+ * `allowExternalNameServices: true`: without it it refuses every ExternalName Service ("externalName services not
+ * allowed", pkg/provider/kubernetes/crd/kubernetes_http.go loadServers), unlike the ingress-nginx provider, which
+ * allows them unless `disableSvcExternalName` is set.
+ */
+export async function startTraefikProvider(dir: string, cp: ControlPlane, provider: TraefikProvider, listen: number, namespace: string, manifests: string, opts: TraefikKubeOptions & { name?: string } = {}): Promise<TraefikKube> {
+  const host = opts.host ?? KUBE_HOST;
+  let token: string;
+  if (provider === 'kubernetesCRD') {
+    apply(cp, moduleFile(`${DYNAMIC_CONFIGURATION}/kubernetes-crd-definition-v1.yml`));
+    run(cp, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/middlewares.traefik.io', 'crd/ingressroutes.traefik.io']);
+    token = providerToken(cp, 'kubernetes-crd-rbac.yml');
+  } else {
+    token = providerToken(cp, 'kubernetes-ingress-nginx-rbac.yml');
+    apply(cp, dump({ apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'nginx' }, spec: { controller: 'k8s.io/ingress-nginx' } }));
+  }
+  apply(cp, namespaceManifest(namespace));
+  apply(cp, manifests);
+  const name = opts.name ?? (provider === 'kubernetesCRD' ? 'traefik-crd' : 'traefik-ingress-nginx');
+  const common = { endpoint: cp.server, token: tokenFile(dir, `${name}-${namespace}`, token), certAuthFilePath: caFile(cp) };
+  const p = await startTraefikProcess(dir, name, listen, provider === 'kubernetesCRD'
+    ? { kubernetesCRD: { ...common, namespaces: [namespace], allowExternalNameServices: true } }
+    : { kubernetesIngressNGINX: { ...common, watchNamespace: namespace } });
+  return routed(p, listen, namespace, manifests, host, opts);
+}
+
+/**
+ * Traefik's kubernetesIngressNGINX provider in front of svc-auth, from deploy/ingress-nginx/ingress.yaml: the
+ * ExternalName Services `waf`, `oapi` and `svc-auth`, auth-request-headers.yaml, the Ingress and the pages route's
  * Ingress; resolves once Traefik routes.
  */
 export async function startTraefikIngressNginx(dir: string, cp: ControlPlane, b: KubeBackends, opts: TraefikKubeOptions = {}): Promise<TraefikKube> {
   const namespace = opts.namespace ?? 'svc-traefik-ingress-nginx';
   const host = opts.host ?? KUBE_HOST;
-  const token = providerToken(cp, 'kubernetes-ingress-nginx-rbac.yml');
-  const ingressClass = dump({ apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'nginx' }, spec: { controller: 'k8s.io/ingress-nginx' } });
-  apply(cp, namespaceManifest(namespace));
-  const applied = [ingressClass, externalNameServices(namespace, { waf: b.waf, oapi: b.oapi, 'svc-auth': b.auth }), ingressNginxHeadersManifest(namespace),
+  const applied = [externalNameServices(namespace, { waf: b.waf, oapi: b.oapi, 'svc-auth': b.auth }), ingressNginxHeadersManifest(namespace),
     ingressNginxManifest(b, namespace, host, opts.keepAuthRequestPath), ingressNginxSignInManifest(b, namespace, host)].join('---\n');
-  apply(cp, applied);
-  const p = await startTraefikProcess(dir, `traefik-ingress-nginx${opts.keepAuthRequestPath ? '-unchanged' : ''}`, b.listen, {
-    kubernetesIngressNGINX: {
-      endpoint: cp.server,
-      token: tokenFile(dir, `traefik-ingress-nginx-${namespace}`, token),
-      certAuthFilePath: caFile(cp),
-      watchNamespace: namespace,
-    },
-  });
-  return routed(p, b.listen, namespace, applied, host, opts);
+  return startTraefikProvider(dir, cp, 'kubernetesIngressNGINX', b.listen, namespace, applied, { ...opts, name: `traefik-ingress-nginx${opts.keepAuthRequestPath ? '-unchanged' : ''}` });
 }
 
-/**
- * Traefik's kubernetesCRD provider in front of svc-auth, from deploy/traefik/middleware.yaml. Installs Traefik's
- * CRDs from its module, then the namespace, the ExternalName Services and the Middleware + IngressRoutes.
- * `allowExternalNameServices: true` is required: without it the CRD provider refuses every ExternalName Service
- * ("externalName services not allowed", pkg/provider/kubernetes/crd/kubernetes_http.go loadServers), unlike the
- * ingress-nginx provider, which allows them unless `disableSvcExternalName` is set.
- */
+/** Traefik's kubernetesCRD provider in front of svc-auth, from deploy/traefik/middleware.yaml (Middleware + IngressRoutes). */
 export async function startTraefikCrd(dir: string, cp: ControlPlane, b: KubeBackends, opts: TraefikKubeOptions = {}): Promise<TraefikKube> {
   const namespace = opts.namespace ?? 'svc-traefik-crd';
   const host = opts.host ?? KUBE_HOST;
-  apply(cp, moduleFile(`${DYNAMIC_CONFIGURATION}/kubernetes-crd-definition-v1.yml`));
-  run(cp, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/middlewares.traefik.io', 'crd/ingressroutes.traefik.io']);
-  const token = providerToken(cp, 'kubernetes-crd-rbac.yml');
-  apply(cp, namespaceManifest(namespace));
   const applied = [externalNameServices(namespace, { waf: b.waf, oapi: b.oapi, 'svc-auth': b.auth }), crdManifest(b, namespace, 'web', host)].join('---\n');
-  apply(cp, applied);
-  const p = await startTraefikProcess(dir, 'traefik-crd', b.listen, {
-    kubernetesCRD: {
-      endpoint: cp.server,
-      token: tokenFile(dir, 'traefik-crd', token),
-      certAuthFilePath: caFile(cp),
-      namespaces: [namespace],
-      allowExternalNameServices: true,
-    },
-  });
-  return routed(p, b.listen, namespace, applied, host, opts);
+  return startTraefikProvider(dir, cp, 'kubernetesCRD', b.listen, namespace, applied, opts);
 }
