@@ -41,11 +41,25 @@ const DEEPER = '/data/2026/wis/a/b/c/f.bufr4';
 const ask = (index: AccessIndex, target: string, address?: string, authorization?: string, method = 'GET'): Decision | VerifyJwt =>
   decide(index, DEFAULT_CONFIG, { method, target, authorization, ...(address !== undefined ? { address } : {}) }, NOW);
 
+describe('an address that does not parse is no address', () => {
+  // Networks that hold every address of their family: only the parse can refuse, whatever an earlier request left.
+  const index = indexOf([{ scope: topic('a.b'), how: 'networks', networks: ['0.0.0.0/0', '::/0'] }]);
+
+  it('is decided as a request without one, after addresses of either family', () => {
+    for (const before of ['2001:db8::1', '127.0.0.2']) {
+      expect(ask(index, FILE, before)).toMatchObject({ outcome: 'granted-network' });
+      for (const address of ['not-an-address', '', '127.0.0.256', '2001:db8::1::2', '127.0.0.2:8080']) {
+        expect(ask(index, FILE, address)).toMatchObject({ outcome: 'no-token' });
+      }
+    }
+  });
+});
+
 describe('a network of a governing scope grants by the client address', () => {
   const index = indexOf([{ scope: topic('a.b'), how: 'networks', networks: ['127.0.0.2/32', '203.0.113.0/24', '2001:db8::/32'] }]);
 
   it('an address a network holds is granted, naming the scope, the network and the address', () => {
-    expect(ask(index, FILE, '127.0.0.2')).toMatchObject({ outcome: 'granted-network', scopeKey: 'topic:a.b', network: '127.0.0.2/32', address: '127.0.0.2', area: 'waf', path: FILE });
+    expect(ask(index, FILE, '127.0.0.2')).toMatchObject({ outcome: 'granted-network', scopeKey: 'topic:a.b', network: '127.0.0.2/32', address: '127.0.0.2', area: 'waf', path: FILE, closedByDefault: false });
     expect(ask(index, FILE, '203.0.113.77')).toMatchObject({ outcome: 'granted-network', network: '203.0.113.0/24' });
     expect(ask(index, FILE, '2001:db8:1::5')).toMatchObject({ outcome: 'granted-network', network: '2001:db8::/32' });
     // An IPv4-mapped IPv6 address is its IPv4 address.

@@ -100,6 +100,10 @@ describe('a session never grants what the same identity as a bearer JWT would no
           expect(jwt).toMatchObject({ outcome: 'granted-identity', scopeKey: session.scopeKey, user: session.user });
           expect(jwt.outcome === 'granted-identity' && jwt.group).toBe(session.group);
         }
+        // The CSRF rule, both ways: refused as cross-site exactly where the JWT is granted an unsafe method and the
+        // request has no same-origin evidence.
+        const csrf = jwt.outcome === 'granted-identity' && !isSafeMethod(method) && !sameOrigin;
+        expect(session.outcome === 'insufficient-scope' && session.crossSite === true).toBe(csrf);
         // The only difference: an unsafe method without same-origin evidence, refused as cross-site.
         if (session.outcome !== jwt.outcome) {
           expect(jwt.outcome).toBe('granted-identity');
