@@ -120,6 +120,9 @@ class Handlers {
   }
 
   async signOutForm(req: express.Request, res: express.Response): Promise<void> {
+    // The page's CSP must let the sign-out continue at the provider: a replica that could not discover it at start
+    // (or has not yet) tries now, as sign-in does.
+    await this.o.rp.provider();
     send(res, signOutPage((await this.sessionOf(req))?.identity.user, this.formActions()));
   }
 
@@ -131,6 +134,9 @@ class Handlers {
     res.append('Set-Cookie', setCookieValue(sessionCookieName(this.secure), '', { secure: this.secure, maxAgeSeconds: 0 }));
     const session = await this.sessionOf(req);
     if (session !== undefined) this.o.logger.info({ issuer: session.identity.issuer, user: session.identity.user }, 'signed out');
+    // Discovered now if it was not yet: otherwise the provider's session would outlive the sign-out, and the next
+    // sign-in would come back without asking (one replica discovers at start, another may not have).
+    await this.o.rp.provider();
     const endSession = this.o.rp.endSessionUrl(`${this.originOf(req)}/`);
     if (endSession === undefined) return send(res, signedOutPage());
     res.set('Cache-Control', 'no-store').redirect(303, endSession);

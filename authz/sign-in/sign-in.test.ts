@@ -352,6 +352,11 @@ describe('the provider unreachable at start: svc-auth starts, tokens work, sign-
       const tokenAnswer = await send(`${ext}/authz/forward-auth`, { headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': FILE, authorization: `Bearer ${TOKEN}` } });
       expect(tokenAnswer.status).toBe(200);
       await idp.start();
+      // Sign-out alone discovers the provider it could not reach at start, so the provider's session ends too (a
+      // replica that never served a sign-in used to skip it, and the next sign-in came back without asking).
+      const signOut = () => send(`${ext}/authz/sign-out`, { method: 'POST', headers: { origin: ext, 'sec-fetch-site': 'same-origin' } });
+      await waitUntil(async () => (await signOut()).status === 303, { what: 'sign-out continuing at the provider once it is back', timeoutMs: 20_000 });
+      expect(new URL((await signOut()).headers.get('location')!).origin).toBe(idp.issuer);
       // A public client (no secret): PKCE alone.
       await waitUntil(async () => (await send(`${ext}/authz/sign-in?rd=%2F`, {})).status === 302, { what: 'sign-in after the provider is back', timeoutMs: 20_000 });
       const jar = new CookieJar();
