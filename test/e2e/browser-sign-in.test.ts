@@ -193,7 +193,9 @@ suite('browser sign-in with Chromium and Keycloak through real nginx and real Tr
           await page.locator('#kc-logout').click();
           await page.waitForURL(`${front.origin}/`, { timeout: 60_000 });
         }
-        await page.goto(`${front.origin}${FILE}`);
+        // A URL the browser has not cached: nginx serves the file with Last-Modified, so Chromium may show its copy
+        // from the sign-in above without asking anyone (heuristic freshness), which says nothing about the session.
+        await page.goto(`${front.origin}${FILE}?after=sign-out`);
         expect(new URL(page.url()).origin).toBe(keycloak.url);
         await expect(page.title()).resolves.toBe('Sign in to svc test realm');
       }, { browser, failureScreenshot: `browser-${front.name}-sign-out` });
