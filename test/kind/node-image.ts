@@ -142,7 +142,7 @@ async function preload(root: string, archive: string, tags: readonly [string, st
   try {
     await waitUntil(() => existsSync(sock) && spawnSync('ctr', ['--address', sock, 'version']).status === 0, { timeoutMs: 30_000, intervalMs: 200, what: 'containerd (preload) to answer' });
     const ctr = ['--address', sock, '--namespace', 'k8s.io'];
-    run('ctr', [...ctr, 'images', 'import', '--all-platforms', '--no-unpack', '--digests', '--label=io.cri-containerd.pinned=pinned', archive]);
+    run('ctr', [...ctr, 'images', 'import', '--all-platforms', '--no-unpack', archive]);
     for (const [src, dst] of tags) run('ctr', [...ctr, 'images', 'tag', '--force', src, dst]);
     for (const [src] of tags) run('ctr', [...ctr, 'images', 'rm', src]);
     log(`preloaded: ${run('ctr', [...ctr, 'images', 'list', '-q']).trim().split('\n').join(' ')}`);
@@ -271,6 +271,7 @@ async function buildNodeImage(b: KindBinaries, ref: string, work: string): Promi
   put('kind/version', `${b.kubeVersion}\n`);
   put('kind/manifests/default-storage.yaml', manifests.storage);
   put('kind/manifests/default-cni.yaml', manifests.cni);
+  mkdirSync(join(stage, 'usr/bin'), { recursive: true });
   for (const c of ['kubeadm', 'kubelet', 'kubectl'] as const) {
     copyFileSync(b[c], join(stage, 'usr/bin', c));
     chmodSync(join(stage, 'usr/bin', c), 0o755);
