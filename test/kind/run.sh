@@ -45,6 +45,7 @@ fi
 
 cleanup() {
   local rc=$?
+  [[ -n "${HOSTS_SYNC:-}" ]] && kill "$HOSTS_SYNC" 2>/dev/null
   if [[ "${KEEP_CLUSTER:-false}" == "true" && $rc -eq 0 ]]; then
     cp "$KUBECONFIG" "$HERE/.kubeconfig" 2>/dev/null || true
     printf '\nCluster "%s" kept (provider %s): export KUBECONFIG=%s\n' "$CLUSTER" "$PROVIDER" "$HERE/.kubeconfig" >&2
@@ -77,6 +78,7 @@ json_field() { node -e 'const j=JSON.parse(require("fs").readFileSync(0,"utf8"))
 # ------------------------------------------------------------------------------------------ tools
 for tool in curl node npm; do command -v "$tool" >/dev/null || die "$tool is not on PATH"; done
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 if [[ "$PROVIDER" == docker ]]; then
   for tool in docker kind kubectl; do command -v "$tool" >/dev/null || die "$tool is not on PATH"; done
@@ -106,15 +108,16 @@ else
   export CONTAINERS_CONF="$WORK/containers.conf"
   cat >"$CONTAINERS_CONF" <<'CONF'
 [containers]
-default_ulimits = ["nofile=16384:16384", "nproc=65536:65536"]
+default_ulimits = ["nofile=16384:16384", "nproc=32768:32768"]
 [engine]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
 events_logger = "file"
 CONF
-  log "svc image (test/image/build.ts)"
-  (cd "$ROOT" && npx tsx test/image/build.ts) >"$WORK/svc-image.json"
-  SVC_IMAGE="${SVC_IMAGE:-$(json_field ref <"$WORK/svc-image.json")}"
+  # A tag of its own: other runs on the machine build localhost/svc-access-control:dev from their trees.
+  export SVC_IMAGE="${SVC_IMAGE:-localhost/svc-access-control:kind}"
+  log "svc image $SVC_IMAGE (test/image/build.ts)"
+  (cd "$ROOT" && npx tsx test/image/build.ts) >&2
 fi
 
 # ------------------------------------------------------------------------------------------ cluster
@@ -147,13 +150,33 @@ CNI
   done <<<"$nodes"
 }
 
+# podman's CNI networks here have no DNS (no dnsname plugin: `dns_enabled: false`), and kubeadm join on the worker
+# names the control plane by its container name. While kind creates the cluster, this gives every node container an
+# /etc/hosts line for every other one (what Docker's embedded DNS answers for kind elsewhere).
+hosts_sync() {
+  local names entries n
+  while sleep 1; do
+    names="$(podman ps --filter "label=io.x-k8s.kind.cluster=$CLUSTER" --format '{{.Names}}' 2>/dev/null)" || continue
+    entries="$(for n in $names; do
+      printf '%s %s\n' "$(podman inspect -f "{{(index .NetworkSettings.Networks \"$KIND_EXPERIMENTAL_PODMAN_NETWORK\").IPAddress}}" "$n" 2>/dev/null)" "$n"
+    done | grep -E '^[0-9.]+ ' || true)"
+    for n in $names; do
+      printf '%s\n' "$entries" | podman exec -i "$n" sh -c 'while read -r ip name; do grep -qw "$name" /etc/hosts || echo "$ip $name" >>/etc/hosts; done' 2>/dev/null || true
+    done
+  done
+}
+
 create_cluster_podman() {
   local t0=$SECONDS
+  hosts_sync &
+  HOSTS_SYNC=$!
   "$KIND" create cluster --name "$CLUSTER" --kubeconfig "$KUBECONFIG" --config "$HERE/kind-config-offline.yaml" --image "$NODE_IMAGE"
+  kill "$HOSTS_SYNC" 2>/dev/null || true
+  HOSTS_SYNC=
   log "kind create cluster took $((SECONDS - t0))s; pod network"
   pod_network
   # kind keeps the control plane's NoSchedule taint on multi-node clusters: the pods are to spread over both.
-  kubectl taint nodes --all node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
+  kubectl taint node "$CLUSTER-control-plane" node-role.kubernetes.io/control-plane:NoSchedule-
   kubectl wait --for=condition=Ready nodes --all --timeout=180s
   log "cluster ready $((SECONDS - t0))s after kind create cluster began"
   kubectl -n kube-system rollout status deploy/coredns --timeout=180s
