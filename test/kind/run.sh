@@ -51,14 +51,18 @@ cleanup() {
     printf '\nCluster "%s" kept (provider %s): export KUBECONFIG=%s\n' "$CLUSTER" "$PROVIDER" "$HERE/.kubeconfig" >&2
     [[ "$PROVIDER" == podman ]] && printf 'Delete it with: KIND_EXPERIMENTAL_PROVIDER=podman PATH=%s:$PATH CONTAINERS_CONF=%s %s delete cluster --name %s; podman network rm %s\n' \
       "$HERE/bin" "$HERE/.containers.conf" "$KIND" "$CLUSTER" "$KIND_EXPERIMENTAL_PODMAN_NETWORK" >&2
-    [[ "$PROVIDER" == podman ]] && cp "$CONTAINERS_CONF" "$HERE/.containers.conf"
+    [[ "$PROVIDER" == podman ]] && cp "$CONTAINERS_CONF" "$HERE/.containers.conf" && printf \
+      'Through Traefik: kubectl -n traefik port-forward svc/traefik 8080:80, then curl -H "Host: %s" http://127.0.0.1:8080/oapi/collections/%s/items\n' "$HOST" "$TOPIC" >&2
   else
     if [[ -n "${KIND:-}" ]]; then
       [[ $rc -ne 0 && "$PROVIDER" == podman ]] && debug_dump
       "$KIND" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
     fi
     if [[ "$PROVIDER" == podman && -n "${KIND_EXPERIMENTAL_PODMAN_NETWORK:-}" ]]; then
-      podman network rm -f "$KIND_EXPERIMENTAL_PODMAN_NETWORK" >/dev/null 2>&1 || true
+      for _ in 1 2 3; do
+        podman network exists "$KIND_EXPERIMENTAL_PODMAN_NETWORK" 2>/dev/null || break
+        podman network rm -f "$KIND_EXPERIMENTAL_PODMAN_NETWORK" >/dev/null || sleep 2
+      done
     fi
   fi
   rm -rf "$WORK"
@@ -349,7 +353,12 @@ if [[ "${SKIP_SUITES:-false}" != "true" ]]; then
   log "integration suites with USE_EXISTING_CLUSTER=true"
   cd "$ROOT"
   [[ -d node_modules ]] || npm ci
-  USE_EXISTING_CLUSTER=true npm test -- --only integration
+  # The cluster's CA, from the control-plane node: the suites issue client certificates for their test users.
+  "$PROVIDER" exec "$CLUSTER-control-plane" cat /etc/kubernetes/pki/ca.crt >"$WORK/ca.crt"
+  "$PROVIDER" exec "$CLUSTER-control-plane" cat /etc/kubernetes/pki/ca.key >"$WORK/ca.key"
+  chmod 600 "$WORK/ca.key"
+  USE_EXISTING_CLUSTER=true USE_EXISTING_CLUSTER_CA_CERT="$WORK/ca.crt" USE_EXISTING_CLUSTER_CA_KEY="$WORK/ca.key" \
+    npm test -- --only integration
 fi
 
 log "kind: all checks passed"
