@@ -306,11 +306,12 @@ can svc-operator patch protectedscopes.auth.svc.io --subresource=status >/dev/nu
 ! kubectl auth can-i --as="system:serviceaccount:$NS:svc-operator" -n default list configmaps >/dev/null || die "svc-operator reaches beyond its namespace"
 printf 'ok  RBAC\n' >&2
 
-# probe NAMESPACE URL: exit 0 when a pod in NAMESPACE reaches URL (any HTTP answer), 1 when it cannot (5 s),
-# 2 when the probe itself did not run. Decided on what the pod printed: kubectl may fall back from attaching to
-# reading the logs of a pod that ended quickly.
+# probe NAMESPACE URL: exit 0 when a pod in NAMESPACE reaches URL (any HTTP answer), 1 when it cannot; dies when
+# the probe itself did not run. Five tries 2 s apart: the policy controller admits a new pod's address a moment
+# after the pod starts. Decided on what the pod printed: kubectl may fall back from attaching to reading the logs
+# of a pod that ended quickly.
 probe() {
-  local js='fetch(process.argv[1],{signal:AbortSignal.timeout(5000)}).then(r=>console.log("answered "+r.status),e=>console.log("no answer: "+(e.cause?.code??e.name)))' out
+  local js='const t=async(n)=>{try{const r=await fetch(process.argv[1],{signal:AbortSignal.timeout(3000)});console.log("answered "+r.status)}catch(e){if(n>1){await new Promise(z=>setTimeout(z,2000));return t(n-1)}console.log("no answer: "+(e.cause?.code??e.name))}};t(5)' out
   out="$(kubectl -n "$1" run "np-probe-$RANDOM" --image="$SVC_IMAGE" --image-pull-policy=Never --restart=Never --rm -i --quiet \
     --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":65532}}}' --command -- node -e "$js" "$2" 2>&1 || true)"
   printf '%s\n' "$out" >&2
