@@ -104,7 +104,8 @@ else
   KUBE_ROUTER_IMAGE="$(json_field kubeRouterImage <"$WORK/node-image.json")"
   mkdir -p "$WORK/bin" && ln -s "$(json_field binaries.kubectl <"$WORK/node-image.json")" "$WORK/bin/kubectl"
   export PATH="$HERE/bin:$WORK/bin:$PATH"
-  export KIND_EXPERIMENTAL_PROVIDER=podman KIND_LIB_MODULES="$WORK/lib-modules"
+  # An empty directory that outlives this run: a kept cluster's nodes mount it for as long as they exist.
+  export KIND_EXPERIMENTAL_PROVIDER=podman KIND_LIB_MODULES="${SVC_ASSETS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-access-control}/kind-lib-modules"
   export KIND_EXPERIMENTAL_PODMAN_NETWORK="${KIND_EXPERIMENTAL_PODMAN_NETWORK:-$CLUSTER-net}"
   mkdir -p "$KIND_LIB_MODULES"
   # podman as the hosts need it (test/image/podman.ts): runc (crun refuses the cgroup v1 hybrid), cgroupfs, and
