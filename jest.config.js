@@ -47,5 +47,12 @@ export default {
       // Minutes, not seconds: each test states its own timeout.
       testMatch: ['<rootDir>/test/image/**/*.test.ts', '<rootDir>/test/node/**/*.test.ts'],
     },
+    {
+      ...common,
+      displayName: 'kind',
+      // test/kind/run.sh on a two-node kind cluster on podman, node image built offline (test/kind/README.md).
+      // Minutes: each test states its own timeout.
+      testMatch: ['<rootDir>/test/kind/**/*.test.ts'],
+    },
   ],
 };

@@ -10,13 +10,15 @@
 //
 // Then it prints what to try, and stops everything it started on Ctrl-C.
 //
-//   tsx scripts/demo-cluster.ts [--keep-cluster] [--node]
+//   tsx scripts/demo-cluster.ts [--keep-cluster] [--node | --kind]
 //
 // With --node: the chart installed for real on the node of `npm run cluster:up -- --node` instead (scripts/demo-node.ts).
+// With --kind: a two-node kind cluster with the chart and Traefik, left running (test/kind/run.sh with KEEP_CLUSTER=true:
+// Docker where there is a daemon, else podman with the node image built offline; test/kind/README.md).
 //
 // Needs what `npm test` needs: the test binaries (built from their Go modules on first use, see
 // test/controlplane/README.md) and nginx (installed from Debian's packages when missing and run as root).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,9 +55,16 @@ async function cluster(): Promise<{ state: ClusterState; started: boolean }> {
   return { state, started: !running };
 }
 
+/** test/kind/run.sh, keeping its cluster; it prints how to reach and delete it. */
+function kindDemo(): void {
+  const r = spawnSync('bash', [join(root, 'test', 'kind', 'run.sh')], { cwd: root, stdio: 'inherit', env: { ...process.env, KEEP_CLUSTER: 'true', SKIP_SUITES: 'true' } });
+  process.exit(r.status ?? 1);
+}
+
 async function main(): Promise<void> {
   const keepCluster = process.argv.includes('--keep-cluster');
   if (process.argv.includes('--node')) return nodeDemo(keepCluster);
+  if (process.argv.includes('--kind')) return kindDemo();
   const plan = nginxPlan();
   const nginxBinary = ensureNginx(plan);
   const helm = await helmBinary();

@@ -50,7 +50,7 @@ export const goModulesRoot = join(here, 'go');
 
 // kube-apiserver needs its version stamped: unstamped (v0.0.0-master) recent apiservers reject their own
 // emulation version. These are the variables hack/lib/version.sh sets.
-function kubeVersionFlags(version: string): string[] {
+export function kubeVersionFlags(version: string): string[] {
   const m = /^v(\d+)\.(\d+)\./.exec(version);
   if (!m) throw new Error(`unexpected Kubernetes version ${version}`);
   const flags: string[] = [];
@@ -176,7 +176,7 @@ function runGo(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<voi
  * `go build` into cache entry `dir` (atomically, under its lock, see fillCacheEntry), with a line when it starts, one
  * a minute while it runs and a BUILD-INFO file beside the binary.
  */
-async function goBuildIntoCache(dir: string, name: string, version: string, go: string, coldMinutes: number, target: string, ldflags: string,
+export async function goBuildIntoCache(dir: string, name: string, version: string, go: string, coldMinutes: number, target: string, ldflags: string,
   cwd: string, env: NodeJS.ProcessEnv): Promise<string> {
   const binary = join(dir, name);
   await fillCacheEntry(dir, `${name} ${version}`, () => isExecutable(binary), async (tmp) => {
@@ -264,7 +264,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
 // Built inside the downloaded module (`go build ./cmd/<name>` there, as their Makefiles do): their go.mod files
 // have replace directives, which a wrapper module importing them would ignore. The module's h1 sum is pinned, so
 // a different download never builds.
-interface PinnedModuleBinary {
+export interface PinnedModuleBinary {
   /** The binary's name, the cache directory's prefix and the log's word for it. */
   name: string;
   module: string;
@@ -281,7 +281,7 @@ interface PinnedModuleBinary {
   coldMinutes: number;
 }
 
-function goEnv(): NodeJS.ProcessEnv {
+export function goEnv(): NodeJS.ProcessEnv {
   return { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
 }
 
@@ -295,11 +295,11 @@ function downloadedModuleDir(module: string, version: string, sum: string): stri
   return info.Dir;
 }
 
-function pinnedBuildDir(p: PinnedModuleBinary): string {
+export function pinnedBuildDir(p: PinnedModuleBinary): string {
   return cacheEntryDir(p.name, p.version, [`${p.module}@${p.version} ${p.sum}`]);
 }
 
-async function ensurePinnedModuleBinary(p: PinnedModuleBinary): Promise<string> {
+export async function ensurePinnedModuleBinary(p: PinnedModuleBinary): Promise<string> {
   const fromVar = process.env[p.envVar];
   if (fromVar) {
     if (!isExecutable(fromVar)) throw new Error(`${p.envVar}=${fromVar} is not an executable file`);

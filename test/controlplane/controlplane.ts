@@ -282,14 +282,21 @@ export async function useExistingCluster(opts: Pick<ControlPlaneOptions, 'crdDir
   const kubeconfigPath = (process.env.KUBECONFIG ?? join(process.env.HOME ?? '', '.kube', 'config')).split(':')[0] ?? '';
   log(`using existing cluster ${cluster.server} (${kubeconfigPath})`);
   const crds = await installCrds(kubeconfigPath, opts.crdDir ?? defaultCrdDir, log);
+  // The cluster's CA when the caller holds it (test/kind/run.sh reads kind's from its control-plane node): then
+  // kubeconfigFor issues client certificates there too.
+  const caCert = process.env.USE_EXISTING_CLUSTER_CA_CERT;
+  const caKey = process.env.USE_EXISTING_CLUSTER_CA_KEY;
+  const ca = caCert && caKey ? { cert: caCert, key: caKey } : undefined;
   return {
     server: cluster.server,
     kubeconfigPath,
     existing: true,
+    ...(ca ? { ca } : {}),
     pids: {},
     crds,
-    kubeconfigFor(): string {
-      throw new Error('kubeconfigFor needs the harness CA; on an existing cluster use serviceAccountKubeconfig() from testenv');
+    kubeconfigFor(user: string, groups: string[] = []): string {
+      if (!ca) throw new Error('kubeconfigFor needs the cluster CA: set USE_EXISTING_CLUSTER_CA_CERT and _KEY, or use serviceAccountKubeconfig() from testenv');
+      return issueKubeconfig(cluster.server, ca, join(dirname(kubeconfigPath), 'users'), user, groups);
     },
     async stop(): Promise<void> {},
   };
