@@ -36,7 +36,7 @@ import { buildIndexInSlices } from '../../authz/sources/source.js';
 import { freePorts } from '../../test/support/ports.js';
 import { Supervised } from '../../test/support/process.js';
 import { waitUntil } from '../../test/support/wait.js';
-import { median, metricValue } from '../support/figures.js';
+import { median, metricValue, type Measured } from '../support/figures.js';
 import { cpuMs, hasTaskset, pinned, pinSelf, svcAuthNodeFlags } from '../support/processes.js';
 import { benchScopes, KNOWN_SCOPE, PROTECTED_PATH, SCOPES, TOKENS_PER_SCOPE, tokenRecord, withOneMoreToken } from '../support/scopes.js';
 import { sessionBench } from './session.js';
@@ -235,15 +235,6 @@ function load(url: string, headers: Record<string, string>, seconds: number, ser
       statuses.set(statusCode, (statuses.get(statusCode) ?? 0) + 1);
     });
   });
-}
-
-interface Measured {
-  rps: number;
-  p50: number;
-  p99: number;
-  statuses: Map<number, number>;
-  errors: number;
-  cpu: number;
 }
 
 function measure(run: Run): Measured {

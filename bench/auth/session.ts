@@ -25,16 +25,9 @@ import { Oauth2Proxy, oauth2ProxyCallback } from '../../test/e2e/support/oauth2-
 import { OidcProvider } from '../../test/e2e/support/oidc-provider.js';
 import { freePorts } from '../../test/support/ports.js';
 import { runCommand, type Supervised } from '../../test/support/process.js';
-import { median } from '../support/figures.js';
+import { median, type Measured } from '../support/figures.js';
 
-export interface Measured {
-  rps: number;
-  p50: number;
-  p99: number;
-  statuses: Map<number, number>;
-  errors: number;
-  cpu: number;
-}
+export type { Measured } from '../support/figures.js';
 
 /** What run.ts lends this section: its load generator, its baseline, its svc-auth command line and pinning. */
 export interface SessionBenchContext {

@@ -12,3 +12,13 @@ export function metricValue(text: string, name: string): number | undefined {
   const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
   return m ? Number(m[1]) : undefined;
 }
+
+/** One measured load run: requests/s, latency percentiles (ms), answers by status, errors, server CPU µs per answer. */
+export interface Measured {
+  rps: number;
+  p50: number;
+  p99: number;
+  statuses: Map<number, number>;
+  errors: number;
+  cpu: number;
+}
