@@ -182,7 +182,9 @@ const series = (r: QueryResult): number => r.data?.result.length ?? 0;
     // Two refusal kinds grew from nothing within the minute: the surge alerts may be pending (their `for` is 2m). The
     // provoked JWKS failures make their requests wait out the key load's deadline, so on a loaded machine the latency
     // alert may be pending too (CI saw it with other suites running); its `for` keeps it from firing, which stays refused.
-    const quiet = (await firing()).filter((a) => !/^SvcAuth(JwksFetchFailures|MisdirectedRequests) firing$|^SvcAuthTokensExpiring pending$|^SvcAuth(RefusalSurge|MalformedSurge|DecisionLatencyHigh) pending$/.test(a));
+    // Likewise the snapshots-diverge alert: the scraped svc-auth processes take up the test's snapshot changes moments
+    // apart, and a scrape on a loaded machine can fall between them (CI saw it pending); firing stays refused.
+    const quiet = (await firing()).filter((a) => !/^SvcAuth(JwksFetchFailures|MisdirectedRequests) firing$|^SvcAuthTokensExpiring pending$|^SvcAuth(RefusalSurge|MalformedSurge|DecisionLatencyHigh|SnapshotsDiverge) pending$/.test(a));
     expect(quiet).toEqual([]);
   }, TIMEOUT);
 });
