@@ -18,22 +18,14 @@ import { insufficientScopeChallenge, type AnswerSet } from '../http/answers.js';
 import { PreparedAnswer, sendAnswer, type HeadRequest, type HeadResponse } from '../http/http-front.js';
 import type { SessionCache, SessionCredential } from '../identity/session-cache.js';
 import { sessionCookieName } from '../identity/session.js';
-import { readBrowserRequest, type BrowserRequest } from '../sign-in/browser-request.js';
+import { readBrowserRequest } from '../sign-in/browser-request.js';
 import { deniedPage } from '../sign-in/pages.js';
-import { decidedLater, type Deciding, type Described, type Exchange } from './exchange.js';
+import { decidedLater, type BrowserView, type Deciding, type Described, type Exchange } from './exchange.js';
 
 /** The header the nginx endpoints name the sign-in URL in, on a 401 to a navigation (nginx: $upstream_http_x_svc_sign_in). */
 export const SIGN_IN_HEADER = 'X-Svc-Sign-In';
 /** The header the nginx endpoints name the "no access" page in, on a 403 to a signed-in navigation. */
 export const DENIED_HEADER = 'X-Svc-Denied';
-
-/** What the answer to a browser's request needs of it: a navigation is sent to sign in, or to the 403 page. */
-export interface BrowserView {
-  readonly navigation: boolean;
-  readonly endpoint: EndpointName;
-  readonly headers: BrowserRequest;
-  readonly target: string;
-}
 
 /** Where a navigation signs in: the external origin it was made on (else the first), and the URL to come back to. */
 interface Landing {

@@ -6,7 +6,15 @@ import type { Decision } from '../../core/index.js';
 import type { AnswerSet } from '../http/answers.js';
 import type { EndpointName, Reading } from '../endpoints/index.js';
 import type { HeadResponse } from '../http/http-front.js';
-import type { BrowserView } from './browser-check.js';
+import type { BrowserRequest } from '../sign-in/browser-request.js';
+
+/** What the answer to a browser's request needs of it: a navigation is sent to sign in, or to the 403 page. */
+export interface BrowserView {
+  readonly navigation: boolean;
+  readonly endpoint: EndpointName;
+  readonly headers: BrowserRequest;
+  readonly target: string;
+}
 
 /** A request the endpoint's contract could read as one original request. */
 export type Described = Extract<Reading, { ok: true }>;
