@@ -33,6 +33,8 @@ export function contractFor(url: string): Contract<EndpointName> | undefined {
 export function ambiguousEndpointPath(url: string): boolean {
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
+  // Every auth request passes here: the common path (no dot, percent or backslash) is settled by three scans.
+  if (!path.includes('.') && !path.includes('%') && !path.includes('\\')) return false;
   if (path.includes('\\') || /%(2e|2f|5c)/i.test(path)) return true;
   return path.split('/').some((segment) => segment === '.' || segment === '..');
 }
