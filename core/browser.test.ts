@@ -1,4 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
+import fc from 'fast-check';
 import { cookieValue, externalOriginFor, isNavigation, isSafeMethod, originOf, prefersHtml, safeRedirect, sameOriginEvidence } from './browser.js';
 
 const CHROME_NAVIGATION = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7';
@@ -68,6 +69,25 @@ describe('cookieValue', () => {
     expect(cookieValue('xsvc-session=1; svc-session-old=2', 'svc-session')).toBeUndefined();
     expect(cookieValue('svc-session', 'svc-session')).toBeUndefined();
     expect(cookieValue(undefined, 'svc-session')).toBeUndefined();
+    expect(cookieValue(' svc-session = v ;', 'svc-session')).toBe('v');
+    expect(cookieValue('a=b=c; svc-session=x=y', 'svc-session')).toBe('x=y');
+  });
+
+  it('reads every Cookie header as splitting it on semicolons would (the pairs are walked in place)', () => {
+    // The plain reading the walk replaces: every pair, split at its first `=`, both sides trimmed.
+    const bySplit = (header: string, name: string): string | undefined => {
+      for (const pair of header.split(';')) {
+        const eq = pair.indexOf('=');
+        if (eq < 0 || pair.slice(0, eq).trim() !== name) continue;
+        const value = pair.slice(eq + 1).trim();
+        if (value.length > 0) return value;
+      }
+      return undefined;
+    };
+    const piece = fc.constantFrom('svc-session', 'a', '=', ';', ' ', '\t', 'x', '', '\u00a0', 'v=1');
+    fc.assert(fc.property(fc.array(piece, { maxLength: 12 }).map((p) => p.join('')), (header) => {
+      expect(cookieValue(header, 'svc-session')).toBe(bySplit(header, 'svc-session'));
+    }), { numRuns: 5000 });
   });
 });
 

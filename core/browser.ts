@@ -69,11 +69,17 @@ export function sameOriginEvidence(h: BrowserHeaders, externalOrigins: readonly 
 /** The first non-empty value of cookie `name` in a Cookie header (pairs split on `;`), or undefined. */
 export function cookieValue(header: string | undefined, name: string): string | undefined {
   if (header === undefined || !header.includes(name)) return undefined;
-  for (const pair of header.split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq < 0 || pair.slice(0, eq).trim() !== name) continue;
-    const value = pair.slice(eq + 1).trim();
-    if (value.length > 0) return value;
+  // The pairs between semicolons, walked in place: it runs on every request with a session, and a split would
+  // allocate an array of every cookie of the request (analytics and all) to read one.
+  for (let start = 0; start <= header.length; ) {
+    let end = header.indexOf(';', start);
+    if (end < 0) end = header.length;
+    const eq = header.indexOf('=', start);
+    if (eq >= 0 && eq < end && header.slice(start, eq).trim() === name) {
+      const value = header.slice(eq + 1, end).trim();
+      if (value.length > 0) return value;
+    }
+    start = end + 1;
   }
   return undefined;
 }

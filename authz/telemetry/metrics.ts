@@ -9,6 +9,7 @@ export type AnswerOutcome = (typeof OUTCOMES)[number];
 /** The credential a grant was made on: svc_auth_grants_total's `credential` label. */
 export const GRANT_CREDENTIALS = ['token', 'imported', 'jwt', 'session', 'network'] as const;
 export type GrantCredential = (typeof GRANT_CREDENTIALS)[number];
+const GRANT_INDEX = Object.fromEntries(GRANT_CREDENTIALS.map((c, i) => [c, i])) as Record<GrantCredential, number>;
 
 /** The kind of the governing scope(s): `none` when nothing governs, `mixed` when two kinds govern at once. */
 export const SCOPE_KIND_LABELS = ['none', 'topic', 'dataset', 'path', 'mixed'] as const;
@@ -110,15 +111,30 @@ class EndpointHistogram {
   }
 }
 
-/** svc_auth_grants_total (children by credential, made once) and svc_auth_client_address_untrusted_total, all at 0. */
-function networkCounters(registers: Registry[]): { grants: Record<GrantCredential, { inc(): void }>; untrusted: Counter<'endpoint' | 'reason'> } {
-  const grants = new Counter({
+/**
+ * svc_auth_grants_total, counted per request in a plain array (`counts`, by GRANT_CREDENTIALS' order) and brought
+ * into prom-client at scrape time: a labelled child's inc() hashes its labels and stamps a time on every call, which
+ * on the grant path cost as much as a decision's other bookkeeping together. Every credential starts at 0.
+ */
+function grantCounter(registers: Registry[], counts: Float64Array): void {
+  const pushed = new Float64Array(counts.length);
+  const grants: Counter<'credential'> = new Counter({
     name: 'svc_auth_grants_total',
     help: 'Grants by the credential that made them: token, imported (wis2box-auth) token, jwt, session, or network (the client address, docs/access-rules.md "Networks").',
     labelNames: ['credential'] as const,
     registers,
+    collect: () => {
+      GRANT_CREDENTIALS.forEach((credential, i) => {
+        grants.labels(credential).inc(counts[i]! - pushed[i]!);
+        pushed[i] = counts[i]!;
+      });
+    },
   });
   for (const c of GRANT_CREDENTIALS) grants.labels(c).inc(0);
+}
+
+/** svc_auth_client_address_untrusted_total, every series at 0. */
+function untrustedCounter(registers: Registry[]): Counter<'endpoint' | 'reason'> {
   const untrusted = new Counter({
     name: 'svc_auth_client_address_untrusted_total',
     help: 'Refused requests whose endpoint read no client address it can trust (missing, repeated, disagreeing headers, too short a chain for --trusted-proxy-hops, or an endpoint that reads none) while a governing scope grants networks: network grants were off for them.',
@@ -126,7 +142,7 @@ function networkCounters(registers: Registry[]): { grants: Record<GrantCredentia
     registers,
   });
   for (const endpoint of ENDPOINTS) for (const reason of ADDRESS_PROBLEMS) untrusted.labels(endpoint, reason).inc(0);
-  return { grants: Object.fromEntries(GRANT_CREDENTIALS.map((c) => [c, grants.labels(c)])) as Record<GrantCredential, { inc(): void }>, untrusted };
+  return untrusted;
 }
 
 /**
@@ -152,7 +168,8 @@ export class AuthMetrics {
   private readonly jwksFetches: Counter<'issuer' | 'result'>;
   private readonly misdirectedRequests: Counter<'endpoint' | 'likely_proxy'>;
   /** Children of svc_auth_grants_total, by credential (a fixed set, made once). */
-  private readonly grants: Record<GrantCredential, { inc(): void }>;
+  /** Grants by credential, in GRANT_CREDENTIALS' order (svc_auth_grants_total at scrape time). */
+  private readonly grants = new Float64Array(GRANT_CREDENTIALS.length);
   private readonly untrustedAddresses: Counter<'endpoint' | 'reason'>;
   private loadedAt: number | null = null;
   private expiryIndex: AccessIndex | null = null;
@@ -184,7 +201,8 @@ export class AuthMetrics {
     });
     // At 0 from the first scrape, so an alert on its increase works at once.
     for (const endpoint of ENDPOINTS) for (const likely of LIKELY_PROXIES) this.misdirectedRequests.labels(endpoint, likely).inc(0);
-    ({ grants: this.grants, untrusted: this.untrustedAddresses } = networkCounters(registers));
+    grantCounter(registers, this.grants);
+    this.untrustedAddresses = untrustedCounter(registers);
     this.durations = new EndpointHistogram('svc_auth_decision_duration_seconds', 'Time from receiving an auth request to having written its answer.');
     this.registry.registerMetric(this.durations as unknown as Metric);
     this.reloadFailures = new Counter({
@@ -328,7 +346,7 @@ export class AuthMetrics {
 
   /** A grant, by the credential that made it (svc_auth_grants_total). */
   grant(credential: GrantCredential): void {
-    this.grants[credential].inc();
+    this.grants[GRANT_INDEX[credential]]! += 1;
   }
 
   /** A refused request without a client address its endpoint can trust (svc_auth_client_address_untrusted_total). */

@@ -15,7 +15,7 @@
 // flow) deciding the group-granted scope, against the baseline (≥ 0.8x) and against oauth2-proxy's /oauth2/auth for
 // its own session cookie (svc-auth ÷ oauth2-proxy ≥ 1.0, p99 of each beside it).
 //
-// Environment: BENCH_DURATION (seconds per measured run, default 4), BENCH_ROUNDS (default 3),
+// Environment: BENCH_DURATION (seconds per measured run, default 2), BENCH_ROUNDS (default 5),
 // BENCH_CONNECTIONS (default 32), BENCH_LOG_LEVEL (svc-auth's, default info; logs go to /dev/null),
 // BENCH_AUTH_DIST (1: run dist/authz/main.js, 0: the sources through tsx; default: dist/ when it is current),
 // BENCH_AUTH_NODE_FLAGS (node options for svc-auth; default: those of its bin's shebang, as deployed),
@@ -36,13 +36,13 @@ import { buildIndexInSlices } from '../../authz/sources/source.js';
 import { freePorts } from '../../test/support/ports.js';
 import { Supervised } from '../../test/support/process.js';
 import { waitUntil } from '../../test/support/wait.js';
-import { median, metricValue, type Measured } from '../support/figures.js';
+import { bracketedRatio, bracketedRound, median, metricValue, type Bracketed, type Measured } from '../support/figures.js';
 import { cpuMs, hasTaskset, pinned, pinSelf, svcAuthNodeFlags } from '../support/processes.js';
 import { benchScopes, KNOWN_SCOPE, PROTECTED_PATH, SCOPES, TOKENS_PER_SCOPE, tokenRecord, withOneMoreToken } from '../support/scopes.js';
 import { sessionBench } from './session.js';
 
-const DURATION = Number(process.env.BENCH_DURATION ?? 4);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DURATION = Number(process.env.BENCH_DURATION ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const WARMUP = 1.5;
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
@@ -416,14 +416,24 @@ async function main(): Promise<void> {
   }
 
   for (const name of order) if (name !== 'reload') await load(cases[name].url, cases[name].headers, WARMUP, undefined, name === 'jwtFirst' ? firstSeen(500) : {});
-  // Rounds interleave the cases, so drift on a shared machine hits them alike; ratios are taken within
-  // a round and the median over rounds is reported.
+  // Rounds interleave the cases, so drift on a shared machine hits them alike, and each case runs between two
+  // baseline runs (bracketedRound): a ratio against the baseline is the case's against the mean of the two runs
+  // around it, and the median over rounds is reported. Other ratios are taken within a round.
+  const brackets = Object.fromEntries(order.map((name) => [name, [] as Bracketed[]])) as Record<CaseName, Bracketed[]>;
   for (let round = 0; round < ROUNDS; round++) {
-    for (const name of order) {
+    const measureCase = async (name: CaseName): Promise<Measured> => {
       process.stdout.write(`  round ${round + 1}/${ROUNDS}: ${name}…          \r`);
       const run = load(cases[name].url, cases[name].headers, DURATION, cases[name].pid, name === 'jwtFirst' ? firstSeen(FIRST_SEEN) : {});
-      runs[name].push(measure(await (name === 'reload' ? duringReloads(run) : run)));
+      const m = measure(await (name === 'reload' ? duringReloads(run) : run));
+      runs[name].push(m);
+      return m;
+    };
+    if (!order.includes('baseline')) {
+      for (const name of order) await measureCase(name);
+      continue;
     }
+    const bracketed = await bracketedRound(order.filter((name) => name !== 'baseline'), measureCase);
+    for (const [name, b] of bracketed) brackets[name].push(b);
   }
   // Leave svc-auth on generation a, as it started.
   if (layout.current !== 'a') {
@@ -435,7 +445,12 @@ async function main(): Promise<void> {
 
   // ---- report
   const perRound = (name: CaseName, f: (m: Measured, i: number) => number) => median(runs[name].map(f));
-  const ratio = (name: CaseName, against: CaseName, f: (m: Measured) => number) => (runs[against].length === 0 ? NaN : perRound(name, (m, i) => f(m) / f(runs[against][i]!)));
+  /** Against the baseline: bracketed (the runs around the case); against another case: within each round. */
+  const ratio = (name: CaseName, against: CaseName, f: (m: Measured) => number): number => {
+    if (runs[against].length === 0) return NaN;
+    if (against !== 'baseline') return perRound(name, (m, i) => f(m) / f(runs[against][i]!));
+    return name === 'baseline' ? 1 : bracketedRatio(brackets[name], f);
+  };
   const labels: Record<CaseName, string> = {
     baseline: 'baseline: raw node:http, 200',
     open: '(a) open resource',
@@ -458,7 +473,7 @@ async function main(): Promise<void> {
       `${labels[name].padEnd(36)} ${fmt(perRound(name, (m) => m.rps), 0).padStart(8)} ${fmt(perRound(name, (m) => m.p50)).padStart(8)} ${fmt(perRound(name, (m) => m.p99)).padStart(8)}   ${fmt(ratio(name, 'baseline', (m) => m.rps)).padStart(11)} ${fmt(ratio(name, 'baseline', (m) => m.p99)).padStart(10)} ${fmt(perRound(name, (m) => m.cpu), 1).padStart(11)}   ${st}`,
     );
   }
-  console.log('(medians over rounds; ratios are taken within each round; CPU µs/req is the server process\'s user+system time per answer)');
+  console.log('(medians over rounds; a ratio to the baseline is against the mean of the baseline runs just before and after the case, other ratios within each round; CPU µs/req is the server process\'s user+system time per answer)');
   const mb = (b: number | undefined) => (b === undefined ? '?' : `${(b / 1048576).toFixed(1)} MiB`);
   console.log(`\nsnapshot: ${fixture.a.scopeCount.toLocaleString('en')} scopes, ${fixture.a.tokenCount.toLocaleString('en')} tokens, ${mb(text.length)} file`);
   console.log(`  load in this process: verify (core parseSnapshotFile) ${fmt(verifyMs, 0)} ms + sliced index build ${fmt(buildMs, 0)} ms; the index retains ${mb(indexBytes)} of heap`);

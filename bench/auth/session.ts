@@ -6,7 +6,8 @@
 // oidc-provider (test/e2e/support/oidc-provider.ts, in this process), driven with plain HTTP and a cookie jar
 // (test/e2e/support/browserless.ts), and the cookie its callback set is the one measured. Every server is pinned
 // to CPU 0 (oauth2-proxy also with GOMAXPROCS=1) and the load generator to CPU 1, with the same connections; rounds
-// interleave the cases and the ratios are taken within a round. A fresh sign-in precedes each round, so neither
+// interleave the cases, each between two baseline runs (a ratio to the baseline is against their mean: this
+// machine's speed drifts within seconds), and svc-auth ÷ oauth2-proxy is taken within a round. A fresh sign-in precedes each round, so neither
 // session outlives its ID token.
 //
 // Cases: (f) svc-auth, its session cookie, closed scope granting the cookie's group: target ≥ 0.8× the baseline's
@@ -25,7 +26,7 @@ import { Oauth2Proxy, oauth2ProxyCallback } from '../../test/e2e/support/oauth2-
 import { OidcProvider } from '../../test/e2e/support/oidc-provider.js';
 import { freePorts } from '../../test/support/ports.js';
 import { runCommand, type Supervised } from '../../test/support/process.js';
-import { median, type Measured } from '../support/figures.js';
+import { bracketedRatio, bracketedRound, median, type Bracketed, type Measured } from '../support/figures.js';
 
 export type { Measured } from '../support/figures.js';
 
@@ -131,33 +132,45 @@ async function oauth2ProxySide(ctx: SessionBenchContext, idp: OidcProvider, port
 }
 
 type CaseName = 'baseline' | 'svcAuth' | 'oauth2Proxy';
+type SideName = Exclude<CaseName, 'baseline'>;
+/** Every run by case (the baseline's several per round), and each side's with the baseline runs around it. */
+type Runs = Record<CaseName, Measured[]> & { readonly brackets: Record<SideName, Bracketed[]> };
 const LABELS: Record<CaseName, string> = {
   baseline: 'baseline: raw node:http, 200',
   svcAuth: '(f) svc-auth session cookie, group grant',
   oauth2Proxy: `(g) oauth2-proxy ${OAUTH2_PROXY.version} /oauth2/auth`,
 };
 
-/** Interleaved rounds of the cases that ran, each side signed in afresh before its round. */
-async function measureRounds(ctx: SessionBenchContext, sides: Partial<Record<Exclude<CaseName, 'baseline'>, Side>>, cookieBytes: Map<CaseName, number>): Promise<Record<CaseName, Measured[]>> {
-  const runs: Record<CaseName, Measured[]> = { baseline: [], svcAuth: [], oauth2Proxy: [] };
-  const request = async (name: CaseName): Promise<{ url: string; headers: Record<string, string>; pid: number | undefined }> => {
-    if (name === 'baseline') return ctx.baseline;
-    const side = sides[name]!;
-    const cookie = await side.signIn();
-    cookieBytes.set(name, cookie.length);
-    return { url: side.url, headers: side.headers(cookie), pid: side.pid };
-  };
-  const names = (['baseline', 'svcAuth', 'oauth2Proxy'] as const).filter((n) => n === 'baseline' || sides[n] !== undefined);
-  for (const name of names) {
-    const r = await request(name);
-    await ctx.run(r.url, r.headers, ctx.warmup);
-  }
-  for (let round = 0; round < ctx.rounds; round++) {
+/**
+ * Interleaved rounds of the cases that ran, each side signed in afresh before its round; within a round each side runs
+ * between two baseline runs (bracketedRound: B svc-auth B oauth2-proxy B).
+ */
+async function measureRounds(ctx: SessionBenchContext, sides: Partial<Record<SideName, Side>>, cookieBytes: Map<CaseName, number>): Promise<Runs> {
+  const runs: Runs = { baseline: [], svcAuth: [], oauth2Proxy: [], brackets: { svcAuth: [], oauth2Proxy: [] } };
+  const names = (['svcAuth', 'oauth2Proxy'] as const).filter((n) => sides[n] !== undefined);
+  const signedIn = async (): Promise<Map<SideName, string>> => {
+    const cookies = new Map<SideName, string>();
     for (const name of names) {
-      process.stdout.write(`  session round ${round + 1}/${ctx.rounds}: ${name}…          \r`);
-      const r = await request(name);
-      runs[name].push(await ctx.run(r.url, r.headers, ctx.duration, r.pid));
+      const cookie = await sides[name]!.signIn();
+      cookieBytes.set(name, cookie.length);
+      cookies.set(name, cookie);
     }
+    return cookies;
+  };
+  const warm = await signedIn();
+  await ctx.run(ctx.baseline.url, ctx.baseline.headers, ctx.warmup);
+  for (const name of names) await ctx.run(sides[name]!.url, sides[name]!.headers(warm.get(name)!), ctx.warmup);
+  for (let round = 0; round < ctx.rounds; round++) {
+    const cookies = await signedIn();
+    const measure = async (name: CaseName): Promise<Measured> => {
+      process.stdout.write(`  session round ${round + 1}/${ctx.rounds}: ${name}…          \r`);
+      const m = name === 'baseline'
+        ? await ctx.run(ctx.baseline.url, ctx.baseline.headers, ctx.duration, ctx.baseline.pid)
+        : await ctx.run(sides[name]!.url, sides[name]!.headers(cookies.get(name)!), ctx.duration, sides[name]!.pid);
+      runs[name].push(m);
+      return m;
+    };
+    for (const [name, b] of await bracketedRound(names, measure)) runs.brackets[name].push(b);
   }
   return runs;
 }
@@ -169,13 +182,17 @@ function statusLine(all: readonly Measured[]): string {
   return [...statuses].map(([k, c]) => `${k}:${c}`).join(' ') + (errors ? ` errors:${errors}` : '');
 }
 
-/** Within-round ratio of `f` between two cases, median over rounds; NaN when either did not run. */
-function ratioOf(runs: Record<CaseName, Measured[]>, name: CaseName, against: CaseName, f: (m: Measured) => number): number {
+/**
+ * The ratio of `f` between two cases, median over rounds: against the baseline, against the mean of the baseline runs
+ * around the case (bracketedRatio); between the two sides, within each round. NaN when either did not run.
+ */
+function ratioOf(runs: Runs, name: CaseName, against: CaseName, f: (m: Measured) => number): number {
   if (runs[name].length === 0 || runs[against].length === 0) return NaN;
+  if (against === 'baseline') return name === 'baseline' ? 1 : bracketedRatio(runs.brackets[name], f);
   return median(runs[name].map((m, i) => f(m) / f(runs[against][i]!)));
 }
 
-function printTable(runs: Record<CaseName, Measured[]>, notRun: string | undefined): void {
+function printTable(runs: Runs, notRun: string | undefined): void {
   const fmt = (x: number, d = 2) => x.toFixed(d);
   console.log(`\n${'case'.padEnd(40)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}   ${'req/s ×base'.padStart(11)} ${'p99 ×base'.padStart(10)} ${'CPU µs/req'.padStart(11)}   statuses`);
   for (const name of Object.keys(LABELS) as CaseName[]) {
@@ -191,7 +208,7 @@ function printTable(runs: Record<CaseName, Measured[]>, notRun: string | undefin
 }
 
 /** Prints the targets; true when every one passed (a case that did not run fails its targets). */
-function printTargets(ctx: SessionBenchContext, runs: Record<CaseName, Measured[]>, sides: Partial<Record<'svcAuth' | 'oauth2Proxy', Side>>): boolean {
+function printTargets(ctx: SessionBenchContext, runs: Runs, sides: Partial<Record<'svcAuth' | 'oauth2Proxy', Side>>): boolean {
   const fmt = (x: number) => x.toFixed(2);
   const vsBase = ratioOf(runs, 'svcAuth', 'baseline', (m) => m.rps);
   const vsPeer = ratioOf(runs, 'svcAuth', 'oauth2Proxy', (m) => m.rps);
@@ -232,7 +249,7 @@ export async function sessionBench(ctx: SessionBenchContext): Promise<boolean> {
     const runs = await measureRounds(ctx, sides, cookieBytes);
     printTable(runs, 'notRun' in svcAuth ? svcAuth.notRun : undefined);
     const bytes = (name: CaseName) => (cookieBytes.has(name) ? `${cookieBytes.get(name)} bytes` : '-');
-    console.log(`(medians over rounds; ratios within each round; each round after a fresh sign-in of each side; Cookie header: svc-auth ${bytes('svcAuth')}, oauth2-proxy ${bytes('oauth2Proxy')})`);
+    console.log(`(medians over rounds; a ratio to the baseline against the mean of the baseline runs just before and after the case, svc-auth ÷ oauth2-proxy within each round; each round after a fresh sign-in of each side; Cookie header: svc-auth ${bytes('svcAuth')}, oauth2-proxy ${bytes('oauth2Proxy')})`);
     return printTargets(ctx, runs, sides);
   } finally {
     await idp.stop();
