@@ -111,6 +111,9 @@ const HEAD_CHAR = new Uint8Array(256);
 HEAD_CHAR[0x09] = 2;
 for (let c = 0x20; c <= 0x7e; c++) HEAD_CHAR[c] = TCHAR[c] === 1 ? 1 : 2;
 
+/** A field value as the front answers it: HTAB, SP and visible ASCII only (HEAD_CHAR's classes 1 and 2). */
+const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
+
 const CR = 0x0d;
 const LF = 0x0a;
 const SP = 0x20;
@@ -118,9 +121,11 @@ const HTAB = 0x09;
 
 /**
  * Parses the request head in `bytes[from, to)` (request line and header lines, each ending in CRLF)
- * strictly; null on any doubt. Hand-written and on bytes because it runs on every request: one pass with
- * a table over the buffer finds and checks every line, and only the fields are made strings (slices of one
- * latin1 decode). Regular expressions over the decoded head cost twice as much.
+ * strictly; null on any doubt. Hand-written and on bytes because it runs on every request: a table checks the
+ * request line and each name byte by byte, memchr (indexOf) finds each line's end, and only the fields are made
+ * strings (slices of one latin1 decode), each value then checked by one anchored character class. One regular
+ * expression over the whole decoded head cost twice as much; a byte loop over long values (session cookies), a
+ * fifth more per session request than this.
  */
 // eslint-disable-next-line max-lines-per-function -- one pass over the bytes on the hot path; split, it would re-scan or allocate per line.
 export function parseHead(bytes: Buffer, maxHeaders: number, from = 0, to = bytes.length): Head | null {
@@ -159,16 +164,18 @@ export function parseHead(bytes: Buffer, maxHeaders: number, from = 0, to = byte
     let colon = start;
     while (colon < to && HEAD_CHAR[bytes[colon]!] === 1) colon++;
     if (colon === start || colon >= to || bytes[colon] !== 0x3a) return null;
-    // The value runs to a CR, which must be followed by LF.
-    eol = colon + 1;
-    while (eol < to && HEAD_CHAR[bytes[eol]!] !== 0) eol++;
-    if (eol + 1 >= to || bytes[eol] !== CR || bytes[eol + 1] !== LF) return null;
+    // The value runs to the first CR, which must be followed by LF; every character before it must be a field
+    // value's (FIELD_VALUE, checked on the value's slice: a regular expression's native loop is several times
+    // faster than a byte loop here, and values such as session cookies run to hundreds of bytes).
+    eol = bytes.indexOf(CR, colon + 1);
+    if (eol < 0 || eol + 1 >= to || bytes[eol + 1] !== LF) return null;
     let first = colon + 1;
     let last = eol;
     while (first < last && (bytes[first] === SP || bytes[first] === HTAB)) first++;
     while (last > first && (bytes[last - 1] === SP || bytes[last - 1] === HTAB)) last--;
     const name = head.slice(start - from, colon - from);
     const value = head.slice(first - from, last - from);
+    if (!FIELD_VALUE.test(value)) return null;
     rawHeaders.push(name, value);
     start = eol + 2;
     // Framing and protocol switches are node:http's business.
