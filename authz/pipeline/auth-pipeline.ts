@@ -182,14 +182,18 @@ class AuthPipeline {
         return sendGrantedNetwork(res, set, d.scopeKey, d.network);
       case 'no-token': {
         const challenge = d.area === 'waf' ? set.noTokenWaf : set.noToken;
-        if (x.browser?.navigation) return this.browser!.sendSignIn(res, set, x.browser, challenge);
+        const view = this.browser?.view(x);
+        if (view?.navigation) return this.browser!.sendSignIn(res, set, view, challenge);
         return sendAnswer(res, challenge);
       }
       case 'invalid-token':
         return sendAnswer(res, set.invalidToken);
       case 'insufficient-scope':
         if (d.crossSite) return sendAnswer(res, set.crossSite);
-        if (d.carrier === 'session' && x.browser?.navigation) return this.browser!.sendDenied(res, set, x.browser, d.user!, keysOf(d.governing));
+        if (d.carrier === 'session') {
+          const view = this.browser?.view(x);
+          if (view?.navigation) return this.browser!.sendDenied(res, set, view, d.user!, keysOf(d.governing));
+        }
         return sendInsufficientScope(res, set, keysOf(d.governing));
       case 'malformed':
         return sendAnswer(res, set.malformed);

@@ -12,13 +12,13 @@
  *   signed-in navigation refused for want of a grant gets the 403 page naming the person (on the nginx endpoints,
  *   X-Svc-Denied names that page).
  */
-import { cookieValue, decide, externalOriginFor, isNavigation, originOf, sameOriginEvidence, type AccessConfig, type AccessIndex, type Decision } from '../../core/index.js';
+import { cookieValue, decide, externalOriginFor, isNavigation, isSafeMethod, originOf, sameOriginEvidence, type AccessConfig, type AccessIndex, type Decision } from '../../core/index.js';
 import type { EndpointName } from '../endpoints/index.js';
 import { insufficientScopeChallenge, type AnswerSet } from '../http/answers.js';
 import { PreparedAnswer, sendAnswer, type HeadRequest, type HeadResponse } from '../http/http-front.js';
 import type { SessionCache, SessionCredential } from '../identity/session-cache.js';
 import { sessionCookieName } from '../identity/session.js';
-import { readBrowserRequest } from '../sign-in/browser-request.js';
+import { cookieHeader, readBrowserRequest } from '../sign-in/browser-request.js';
 import { deniedPage } from '../sign-in/pages.js';
 import { decidedLater, type BrowserView, type Deciding, type Described, type Exchange } from './exchange.js';
 
@@ -82,11 +82,11 @@ export class BrowserCheck {
   readonly hook = (): Found | undefined => {
     const { endpoint, req, reading, x } = this;
     if (endpoint === undefined || req === undefined || reading === undefined || x === undefined) return undefined;
-    const b = readBrowserRequest(req.rawHeaders);
-    x.browser = { navigation: (reading.method === 'GET' || reading.method === 'HEAD') && isNavigation(b), endpoint, headers: b, target: reading.target };
-    const value = cookieValue(b.cookie, this.cookieName);
+    x.browser = { endpoint, rawHeaders: req.rawHeaders, method: reading.method, target: reading.target };
+    const value = cookieValue(cookieHeader(req.rawHeaders), this.cookieName);
     if (value === undefined) return undefined;
-    const sameOrigin = sameOriginEvidence(b, this.o.externalUrls);
+    // Same-origin evidence is read by the CSRF rule alone, which only unsafe methods meet (core judgeSession).
+    const sameOrigin = !isSafeMethod(reading.method) && sameOriginEvidence(readBrowserRequest(req.rawHeaders), this.o.externalUrls);
     const session = this.o.sessions.known(value, x.at);
     if (session !== undefined) return { session, sameOrigin };
     x.unopened = { value, sameOrigin };
@@ -106,6 +106,17 @@ export class BrowserCheck {
     const index = this.current();
     if (index === null) return null;
     return decide(index, this.access, { method: reading.method, target: reading.target, authorization: undefined, verified: session, sameOrigin }, Date.now());
+  }
+
+  /** The browser view of the request the answer is for, read on first need; undefined when it had a credential. */
+  view(x: Exchange): BrowserView | undefined {
+    const ask = x.browser;
+    if (ask === undefined) return undefined;
+    if (ask.view === undefined) {
+      const b = readBrowserRequest(ask.rawHeaders);
+      ask.view = { navigation: (ask.method === 'GET' || ask.method === 'HEAD') && isNavigation(b), endpoint: ask.endpoint, headers: b, target: ask.target };
+    }
+    return ask.view;
   }
 
   /** Where a navigation (a GET or HEAD) signs in and lands, from where the original request was made. */

@@ -16,6 +16,19 @@ export interface BrowserView {
   readonly target: string;
 }
 
+/**
+ * A request to a closed scope without an explicit credential, as its answer may need it: its browser headers are
+ * read into a BrowserView only when the answer is a refusal (./browser-check.ts), never for a grant.
+ */
+export interface BrowserAsk {
+  readonly endpoint: EndpointName;
+  readonly rawHeaders: readonly string[];
+  readonly method: string | null;
+  readonly target: string;
+  /** Read on first need. */
+  view?: BrowserView;
+}
+
 /** A request the endpoint's contract could read as one original request. */
 export type Described = Extract<Reading, { ok: true }>;
 
@@ -32,7 +45,7 @@ export interface Exchange {
   /** The original request, once the contract has read it; undefined when it could not be. */
   reading: Described | undefined;
   /** Set when sign-in is configured and a request to a closed scope carried no explicit credential (./browser-check.ts). */
-  browser?: BrowserView;
+  browser?: BrowserAsk;
   /** A session cookie not opened before: decided once it is (./browser-check.ts). */
   unopened?: { readonly value: string; readonly sameOrigin: boolean };
 }

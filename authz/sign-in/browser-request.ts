@@ -41,17 +41,27 @@ function slotOf(name: string): number {
   }
 }
 
-/** The browser headers of a request (names and values alternating, as node:http's rawHeaders). */
-export function readBrowserRequest(raw: readonly string[]): BrowserRequest {
-  const values: (string | null | undefined)[] = [undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined];
+/**
+ * The request's Cookie headers joined as node:http joins them (`; `), or undefined: all the session needs, read
+ * alone because every request to a closed scope without an explicit credential needs it, and the rest
+ * (readBrowserRequest) only when the answer does.
+ */
+export function cookieHeader(raw: readonly string[]): string | undefined {
   let cookie: string | undefined;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!;
+    if (name.length === 6 && named(name, 'cookie')) cookie = cookie === undefined ? raw[i + 1]! : `${cookie}; ${raw[i + 1]!}`;
+  }
+  return cookie;
+}
+
+/** The browser headers of a request (names and values alternating, as node:http's rawHeaders). */
+export function readBrowserRequest(raw: readonly string[]): BrowserRequest {
+  const values: (string | null | undefined)[] = [undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined];
+  const cookie = cookieHeader(raw);
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
     const value = raw[i + 1]!;
-    if (name.length === 6 && named(name, 'cookie')) {
-      cookie = cookie === undefined ? value : `${cookie}; ${value}`;
-      continue;
-    }
     const slot = slotOf(name);
     // A second copy makes the header absent: two Origins, say, are no evidence of either.
     if (slot >= 0) values[slot] = values[slot] === undefined ? value : TWICE;
