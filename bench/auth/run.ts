@@ -499,6 +499,9 @@ async function main(): Promise<void> {
   ];
   console.log('');
   for (const [label, pass] of targets) console.log(`${pass ? 'PASS' : 'FAIL'}  ${label}`);
+  // The sections below run servers of their own on CPU 0: this svc-auth, idle after the reload runs' allocations,
+  // could still run a V8 memory-reducing GC there during their runs.
+  await auth.stop('SIGKILL');
   // BENCH_SESSION=0 leaves the session-cookie cases (and oauth2-proxy's build) out: see ./session.ts.
   const sessionOk = process.env.BENCH_SESSION === '0' ? true : await sessionBench({
     rounds: ROUNDS, duration: DURATION, warmup: WARMUP, connections: CONNECTIONS, pinned: hasTaskset,
