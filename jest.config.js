@@ -20,7 +20,7 @@ export default {
       // testTimeout is ignored by Jest; test/support/jest-timeout.ts applies this one.)
       globals: { SVC_TEST_TIMEOUT_MS: 30000 },
       setupFilesAfterEnv: ['<rootDir>/test/support/jest-timeout.ts'],
-      testMatch: ['<rootDir>/{lib,core,k8s,operator,authz,cli}/**/*.test.ts', '<rootDir>/test/support/**/*.test.ts', '<rootDir>/scripts/**/*.test.ts', '<rootDir>/test/docs/**/*.test.ts'],
+      testMatch: ['<rootDir>/{lib,core,k8s,operator,authz,cli}/**/*.test.ts', '<rootDir>/test/support/**/*.test.ts', '<rootDir>/scripts/**/*.test.ts', '<rootDir>/test/docs/**/*.test.ts', '<rootDir>/bench/support/**/*.test.ts'],
     },
     {
       ...common,
