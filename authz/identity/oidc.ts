@@ -26,6 +26,7 @@ import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWTPaylo
 import type { Logger } from 'pino';
 import type { CredentialCarrier, VerifiedJwt } from '../../core/index.js';
 import type { IssuerConfig } from './oidc-config.js';
+import { tailKey } from './tail-key.js';
 
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 /** Verified JWTs kept for their repeat requests, and the characters they may hold together (8 MiB of latin1). */
@@ -163,8 +164,6 @@ interface CachedVerification {
   readonly views: Partial<Record<CredentialCarrier, VerifiedJwt>>;
 }
 
-/** The cache's key: the end of the signature, which differs between any two JWTs a provider signs. */
-const tailOf = (jwt: string): string => jwt.slice(-32);
 
 export class OidcVerifier {
   private readonly byIssuer = new Map<string, IssuerKeys>();
@@ -205,15 +204,15 @@ export class OidcVerifier {
 
   /**
    * Successful verifications: a browser session or a script sends the same ID token on every request, and an
-   * RSA verification costs about five times a whole token answer. Keyed by the JWT's last 32 characters (24
-   * bytes of its signature) and then compared whole, because hashing the whole string on every request (SHA-256,
-   * or V8's own hash of a fresh 1 KB string) cost as much as the rest of a token's decision; a JWT sharing a
-   * tail with a cached one is simply not found, and only JWTs that verified are ever stored. The characters kept
+   * RSA verification costs about five times a whole token answer. Keyed by a few characters of the signature's
+   * end (./tail-key.ts) and then compared whole, because hashing the whole string on every request (SHA-256, or
+   * V8's own hash of a fresh 1 KB string) cost as much as the rest of a token's decision; a JWT sharing a key with
+   * a cached one is simply not found, and only JWTs that verified are ever stored. The characters kept
    * are bounded (a JWT is at most 16 KiB). An entry is used only under the key set it was verified with (a key
    * removed at the provider drops it) and carries the JWT's exp, which decide checks on every request. Failures
    * are not kept. Written here rather than with an LRU library: a bounded Map cleared when full is all this needs.
    */
-  private readonly verified = new Map<string, CachedVerification>();
+  private readonly verified = new Map<number, CachedVerification>();
   private cachedChars = 0;
 
   /**
@@ -222,7 +221,7 @@ export class OidcVerifier {
    */
   known(jwt: string, carrier: CredentialCarrier): VerifiedJwt | undefined {
     if (this.verified.size === 0 || !jwt.startsWith('eyJ')) return undefined;
-    const hit = this.verified.get(tailOf(jwt));
+    const hit = this.verified.get(tailKey(jwt));
     if (!hit || hit.jwt !== jwt || hit.version !== hit.keys.version) return undefined;
     return (hit.views[carrier] ??= { ...hit.outcome, carrier });
   }
@@ -230,7 +229,7 @@ export class OidcVerifier {
   async verify(jwt: string, issuer: string): Promise<VerifyOutcome> {
     const keys = this.byIssuer.get(issuer);
     if (!keys) return { ok: false, reason: 'issuer not configured' };
-    const hit = this.verified.get(tailOf(jwt));
+    const hit = this.verified.get(tailKey(jwt));
     if (hit && hit.jwt === jwt && hit.keys === keys && hit.version === keys.version) return hit.outcome;
     const outcome = await this.verifyFully(jwt, keys);
     if (outcome.ok) this.remember({ jwt, keys, version: keys.version, outcome, views: {} });
@@ -253,8 +252,9 @@ export class OidcVerifier {
       this.verified.clear();
       this.cachedChars = 0;
     }
-    this.cachedChars += entry.jwt.length;
-    this.verified.set(tailOf(entry.jwt), entry);
+    const key = tailKey(entry.jwt);
+    this.cachedChars += entry.jwt.length - (this.verified.get(key)?.jwt.length ?? 0);
+    this.verified.set(key, entry);
   }
 
   private async verifyFully(jwt: string, keys: IssuerKeys, audiences: readonly string[] = keys.config.audiences): Promise<VerifyOutcome> {

@@ -3,11 +3,12 @@
  * opening it (an AES-GCM decryption through WebCrypto) is asynchronous, so a session seen before is decided in the
  * same synchronous pass as a token. Only what the cookie holds is kept (the identity and its expiry, which is
  * checked on every request), never a decision: grants are read from the index in service each time. Keyed by a few of
- * the value's last characters (keyOf) and compared whole; bounded in entries and
+ * the value's last characters (./tail-key.ts) and compared whole; bounded in entries and
  * characters, and cleared when full, like the JWT verifications of ./oidc.ts. Failures are not kept.
  */
 import type { VerifiedJwt } from '../../core/index.js';
 import { openSession, type SessionKeys } from './session.js';
+import { tailKey } from './tail-key.js';
 
 const MAX_ENTRIES = 10_000;
 const MAX_CHARS = 8 * 1024 * 1024;
@@ -20,16 +21,6 @@ interface Entry {
   readonly credential: SessionCredential;
 }
 
-/**
- * The map's key: five characters near the value's end (the GCM tag's, which look random), six bits each, in a small
- * integer. No string is sliced or hashed per request; two values with one key only cost the older one a reopening.
- */
-function keyOf(value: string): number {
-  const n = value.length;
-  let key = 0;
-  for (let i = Math.max(0, n - 6); i < n - 1; i++) key = key * 64 + (value.charCodeAt(i) & 63);
-  return key;
-}
 
 export class SessionCache {
   private readonly opened = new Map<number, Entry>();
@@ -44,10 +35,10 @@ export class SessionCache {
   /** A session opened before and not expired at `now`, synchronously; undefined otherwise (open it). */
   known(value: string, now: number): SessionCredential | undefined {
     if (this.opened.size === 0) return undefined;
-    const hit = this.opened.get(keyOf(value));
+    const hit = this.opened.get(tailKey(value));
     if (hit === undefined || hit.value !== value) return undefined;
     if (hit.credential.expiresAt > now) return hit.credential;
-    this.opened.delete(keyOf(value));
+    this.opened.delete(tailKey(value));
     this.chars -= value.length;
     return undefined;
   }
@@ -61,9 +52,9 @@ export class SessionCache {
       this.opened.clear();
       this.chars = 0;
     }
-    const previous = this.opened.get(keyOf(value));
+    const previous = this.opened.get(tailKey(value));
     if (previous !== undefined) this.chars -= previous.value.length;
-    this.opened.set(keyOf(value), { value, credential });
+    this.opened.set(tailKey(value), { value, credential });
     this.chars += value.length;
     return credential;
   }
