@@ -25,6 +25,15 @@ interface Use {
 /** Identities whose window keys are kept between windows (see identityKey). */
 const MAX_IDENTITY_KEYS = 10_000;
 
+/** Counts a repeat grant under `key` (false: none yet in the window, the caller adds the first). */
+function repeated(uses: Map<string, Use>, key: string, now: number): boolean {
+  const use = uses.get(key);
+  if (use === undefined) return false;
+  use.count++;
+  use.last = now;
+  return true;
+}
+
 export class TokenUsage {
   private window = new Map<string, Map<string, Use>>();
   private readonly identityKeys = new Map<string, Map<string, Map<string, string>>>();
@@ -42,27 +51,22 @@ export class TokenUsage {
   }
 
   record(scopeKey: string, tokenId: string, now: number, imported = false): void {
-    let byToken = this.window.get(scopeKey);
-    if (byToken === undefined) this.window.set(scopeKey, (byToken = new Map()));
-    const use = byToken.get(tokenId);
-    if (use === undefined) byToken.set(tokenId, imported ? { count: 1, first: now, last: now, imported: true } : { count: 1, first: now, last: now });
-    else {
-      use.count++;
-      use.last = now;
-    }
+    const uses = this.usesOf(scopeKey);
+    if (!repeated(uses, tokenId, now)) uses.set(tokenId, imported ? { count: 1, first: now, last: now, imported: true } : { count: 1, first: now, last: now });
   }
 
   /** An identity's grant (a verified JWT): counted per scope, issuer, user and granting group. */
   recordIdentity(scopeKey: string, issuer: string, user: string, group: string | undefined, now: number): void {
     const key = this.identityKey(issuer, user, group);
-    let byKey = this.window.get(scopeKey);
-    if (byKey === undefined) this.window.set(scopeKey, (byKey = new Map()));
-    const use = byKey.get(key);
-    if (use === undefined) byKey.set(key, { count: 1, first: now, last: now, identity: { issuer, user, group } });
-    else {
-      use.count++;
-      use.last = now;
-    }
+    const uses = this.usesOf(scopeKey);
+    if (!repeated(uses, key, now)) uses.set(key, { count: 1, first: now, last: now, identity: { issuer, user, group } });
+  }
+
+  /** The window's grants of a scope, by key (token id, identity key or network). */
+  private usesOf(scopeKey: string): Map<string, Use> {
+    let uses = this.window.get(scopeKey);
+    if (uses === undefined) this.window.set(scopeKey, (uses = new Map()));
+    return uses;
   }
 
   /**
@@ -94,14 +98,8 @@ export class TokenUsage {
    * built per grant.
    */
   recordNetwork(scopeKey: string, network: string, now: number): void {
-    let byKey = this.window.get(scopeKey);
-    if (byKey === undefined) this.window.set(scopeKey, (byKey = new Map()));
-    const use = byKey.get(network);
-    if (use === undefined) byKey.set(network, { count: 1, first: now, last: now, network: true });
-    else {
-      use.count++;
-      use.last = now;
-    }
+    const uses = this.usesOf(scopeKey);
+    if (!repeated(uses, network, now)) uses.set(network, { count: 1, first: now, last: now, network: true });
   }
 
   /** Logs the window so far and starts a new one. */
