@@ -164,7 +164,6 @@ interface CachedVerification {
   readonly views: Partial<Record<CredentialCarrier, VerifiedJwt>>;
 }
 
-
 export class OidcVerifier {
   private readonly byIssuer = new Map<string, IssuerKeys>();
   private readonly timer: NodeJS.Timeout | undefined;

@@ -21,7 +21,6 @@ interface Entry {
   readonly credential: SessionCredential;
 }
 
-
 export class SessionCache {
   private readonly opened = new Map<number, Entry>();
   private chars = 0;
@@ -35,10 +34,11 @@ export class SessionCache {
   /** A session opened before and not expired at `now`, synchronously; undefined otherwise (open it). */
   known(value: string, now: number): SessionCredential | undefined {
     if (this.opened.size === 0) return undefined;
-    const hit = this.opened.get(tailKey(value));
+    const key = tailKey(value);
+    const hit = this.opened.get(key);
     if (hit === undefined || hit.value !== value) return undefined;
     if (hit.credential.expiresAt > now) return hit.credential;
-    this.opened.delete(tailKey(value));
+    this.opened.delete(key);
     this.chars -= value.length;
     return undefined;
   }
@@ -52,9 +52,10 @@ export class SessionCache {
       this.opened.clear();
       this.chars = 0;
     }
-    const previous = this.opened.get(tailKey(value));
+    const key = tailKey(value);
+    const previous = this.opened.get(key);
     if (previous !== undefined) this.chars -= previous.value.length;
-    this.opened.set(tailKey(value), { value, credential });
+    this.opened.set(key, { value, credential });
     this.chars += value.length;
     return credential;
   }

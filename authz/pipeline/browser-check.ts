@@ -108,15 +108,12 @@ export class BrowserCheck {
     return decide(index, this.access, { method: reading.method, target: reading.target, authorization: undefined, verified: session, sameOrigin }, Date.now());
   }
 
-  /** The browser view of the request the answer is for, read on first need; undefined when it had a credential. */
+  /** The browser view of the request a refusal answers (read then, once); undefined when it had a credential. */
   view(x: Exchange): BrowserView | undefined {
     const ask = x.browser;
     if (ask === undefined) return undefined;
-    if (ask.view === undefined) {
-      const b = readBrowserRequest(ask.rawHeaders);
-      ask.view = { navigation: (ask.method === 'GET' || ask.method === 'HEAD') && isNavigation(b), endpoint: ask.endpoint, headers: b, target: ask.target };
-    }
-    return ask.view;
+    const b = readBrowserRequest(ask.rawHeaders);
+    return { navigation: (ask.method === 'GET' || ask.method === 'HEAD') && isNavigation(b), endpoint: ask.endpoint, headers: b, target: ask.target };
   }
 
   /** Where a navigation (a GET or HEAD) signs in and lands, from where the original request was made. */

@@ -25,8 +25,6 @@ export interface BrowserAsk {
   readonly rawHeaders: readonly string[];
   readonly method: string | null;
   readonly target: string;
-  /** Read on first need. */
-  view?: BrowserView;
 }
 
 /** A request the endpoint's contract could read as one original request. */

@@ -167,7 +167,6 @@ export class AuthMetrics {
   private readonly jwtChildren = new Map<string, { inc(): void }>();
   private readonly jwksFetches: Counter<'issuer' | 'result'>;
   private readonly misdirectedRequests: Counter<'endpoint' | 'likely_proxy'>;
-  /** Children of svc_auth_grants_total, by credential (a fixed set, made once). */
   /** Grants by credential, in GRANT_CREDENTIALS' order (svc_auth_grants_total at scrape time). */
   private readonly grants = new Float64Array(GRANT_CREDENTIALS.length);
   private readonly untrustedAddresses: Counter<'endpoint' | 'reason'>;
