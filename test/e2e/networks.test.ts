@@ -250,18 +250,20 @@ suite('network grants through the real proxies', () => {
     expect((await get('cache', OTHER)).status).toBe(401);
   });
 
+  /** Through a load balancer: the balancer's entry for the allowed address grants; the other address, alone or with forged entries, never. */
+  const balancerEntryGrantsOnly = async (front: 'lb' | 'lbTraefik' | 'lbEnvoy'): Promise<void> => {
+    expect(gotFile(await get(front, ALLOWED))).toBe(true);
+    expect((await get(front, OTHER)).status).toBe(401);
+    for (const spoof of SPOOFS) expect((await get(front, OTHER, [spoof])).status).toBe(401);
+    expect((await get(front, OTHER, SPOOFS)).status).toBe(401);
+  };
+
   it('--trusted-proxy-hops 1 behind a load balancer grants by the address it saw, never by one the client wrote', async () => {
-    expect(gotFile(await get('lb', ALLOWED))).toBe(true);
-    expect((await get('lb', OTHER)).status).toBe(401);
-    for (const spoof of SPOOFS) expect((await get('lb', OTHER, [spoof])).status).toBe(401);
-    expect((await get('lb', OTHER, SPOOFS)).status).toBe(401);
+    await balancerEntryGrantsOnly('lb');
   });
 
   it('Traefik behind a load balancer, --trusted-proxy-hops 1: the balancer\'s entry grants, a client-forged one never', async () => {
-    expect(gotFile(await get('lbTraefik', ALLOWED))).toBe(true);
-    expect((await get('lbTraefik', OTHER)).status).toBe(401);
-    for (const spoof of SPOOFS) expect((await get('lbTraefik', OTHER, [spoof])).status).toBe(401);
-    expect((await get('lbTraefik', OTHER, SPOOFS)).status).toBe(401);
+    await balancerEntryGrantsOnly('lbTraefik');
     // Straight to that Traefik, not through the balancer: the client's X-Forwarded-For is dropped (it is not trusted),
     // so the chain is one entry short and network grants are off.
     expect((await get('traefikHops', ALLOWED)).status).toBe(401);
@@ -269,10 +271,7 @@ suite('network grants through the real proxies', () => {
   });
 
   it('Envoy behind a load balancer, xff_num_trusted_hops 1 and --trusted-proxy-hops 1: the balancer\'s entry grants, a client-forged one never', async () => {
-    expect(gotFile(await get('lbEnvoy', ALLOWED))).toBe(true);
-    expect((await get('lbEnvoy', OTHER)).status).toBe(401);
-    for (const spoof of SPOOFS) expect((await get('lbEnvoy', OTHER, [spoof])).status).toBe(401);
-    expect((await get('lbEnvoy', OTHER, SPOOFS)).status).toBe(401);
+    await balancerEntryGrantsOnly('lbEnvoy');
     // Straight to that Envoy, without a balancer's entry: the chain is one entry short, network grants are off. (A
     // client that can reach it directly could write the balancer's entry itself, as it could for Envoy's own
     // xff_num_trusted_hops: with N > 0 the proxy must be reachable only through the balancers; docs/access-rules.md.)
