@@ -73,7 +73,7 @@ function authCommand(io: Output): Command {
     .option('--api-prefix <path>', 'path prefix of the OGC API', '/oapi')
     .option('--token-query-param <name>', 'query argument that carries a token; "" disables query tokens', 'token')
     .option('--cache-max-age <seconds>', 'longest an nginx/ingress-nginx auth cache may keep an allow (X-Accel-Expires; refusals are never cached); 0 disables', '30')
-    .option('--trusted-proxy-hops <n>', 'load balancers in front of the proxy whose address entries are trusted and skipped to find the client address network grants match; must match the proxy\'s own setting (ingress-nginx use-forwarded-headers + proxy-real-ip-cidr, Traefik forwardedHeaders.trustedIPs, Envoy xff_num_trusted_hops)', '0')
+    .option('--trusted-proxy-hops <n>', 'load balancers in front of the proxy whose address entries are trusted and skipped to find the client address network grants match; must match the proxy\'s own setting (ingress-nginx use-forwarded-headers + proxy-real-ip-cidr, Envoy xff_num_trusted_hops; Traefik takes the address from the PROXY protocol and keeps 0)', '0')
     .option('--open-paths-by-default', 'process execution and stations writes are open until a path scope has a token (default: closed until one grants them)')
     .option('--oidc-issuer <url>', 'an OpenID provider whose JWTs grant as identities (spec.subjects); repeatable; https, or http on loopback', collect, [])
     .option('--oidc-audience <aud>', 'the audience (client id) a JWT must carry; required with --oidc-issuer; repeatable', collect, [])

@@ -183,7 +183,7 @@ function createSignIn(options: ServerOptions, oidc: OidcVerifier | undefined): S
   });
   // Discovered in the background: svc-auth serves without it, and sign-in tries again when asked.
   void rp.provider();
-  return { rp, sessions: new SessionCache(config.sessionKeys, config.issuer.url) };
+  return { rp, sessions: new SessionCache(config.sessionKeys, config.issuer.url, config.sessionMaxAgeMs) };
 }
 
 function createDeciding(options: ServerOptions, cacheMaxAge: number, state: ServingState, metrics: AuthMetrics): Deciding {

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { cookieValue, externalOriginFor, isNavigation, isSafeMethod, originOf, prefersHtml, safeRedirect, sameOriginEvidence } from './browser.js';
+import { cookieValue, crossSiteEvidence, externalOriginFor, isNavigation, isSafeMethod, originOf, prefersHtml, safeRedirect, sameOriginEvidence } from './browser.js';
 
 const CHROME_NAVIGATION = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7';
 const FIREFOX_NAVIGATION = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
@@ -115,6 +115,38 @@ describe('safeRedirect (no open redirect)', () => {
     ['https://data.example.org/authz/callback?code=x', 'https://data.example.org/'],
     ['/authz/v1/session', 'https://data.example.org/authz/v1/session'],
   ])('%j → %s', (rd, expected) => expect(safeRedirect(rd, origins, base)).toBe(expected));
+
+  // Express routes its paths whatever their case (and with a trailing slash); proxies decode percent-encoded
+  // characters and merge slashes before routing: every spelling that can reach a step is one.
+  it.each([
+    '/AUTHZ/SIGN-IN?rd=/',
+    '/Authz/Callback',
+    'https://data.example.org/Authz/Callback?code=x',
+    'https://wis2.example.org:8443/AUTHZ/SIGN-OUT',
+    '/authz/sign-in/',
+    '/authz/CALLBACK/',
+    '/authz/sign%2Din?rd=/',
+    '/authz/sign%2din',
+    '/%61uthz/callback',
+    '/%41UTHZ/%43ALLBACK',
+    '/authz%2Fcallback',
+    '/authz/sign%252Din',
+    'https://data.example.org//authz/callback',
+    '/.//authz/callback',
+    '/authz//callback',
+    '/authz///sign-out/',
+    '/x/..//Authz/Sign-In',
+    '/authz/%2e/callback',
+  ])('svc-auth\'s own step %j, in another spelling → home', (rd) => expect(safeRedirect(rd, origins, base)).toBe('https://data.example.org/'));
+
+  it.each([
+    ['/authz/v1/session', 'https://data.example.org/authz/v1/session'],
+    ['/authz/callbacks', 'https://data.example.org/authz/callbacks'],
+    ['/data/authz/callback', 'https://data.example.org/data/authz/callback'],
+    ['/authz/sign-in-help', 'https://data.example.org/authz/sign-in-help'],
+    ['/authz/callback%3Fx', 'https://data.example.org/authz/callback%3Fx'],
+    ['/data/%C5%BFign-in', 'https://data.example.org/data/%C5%BFign-in'],
+  ])('a path that only looks like a step is kept: %j → %s', (rd, expected) => expect(safeRedirect(rd, origins, base)).toBe(expected));
 });
 
 describe('originOf and externalOriginFor', () => {
@@ -140,3 +172,22 @@ describe('originOf and externalOriginFor', () => {
     expect([null, 'POST', 'PUT', 'DELETE', 'PATCH', 'get'].some(isSafeMethod)).toBe(false);
   });
 });
+
+describe('crossSiteEvidence', () => {
+  const ORIGINS = ['https://data.example.org'];
+  it('Fetch Metadata decides where a browser sends it', () => {
+    expect(crossSiteEvidence({ secFetchSite: 'cross-site' }, ORIGINS)).toBe(true);
+    expect(crossSiteEvidence({ secFetchSite: 'Same-Site' }, ORIGINS)).toBe(true);
+    expect(crossSiteEvidence({ secFetchSite: 'same-origin', origin: 'https://evil.example' }, ORIGINS)).toBe(false);
+    expect(crossSiteEvidence({ secFetchSite: 'none' }, ORIGINS)).toBe(false);
+  });
+  it('without it, an Origin that is no external URL\'s, null or unreadable is evidence; no header at all is none', () => {
+    expect(crossSiteEvidence({ origin: 'https://evil.example' }, ORIGINS)).toBe(true);
+    expect(crossSiteEvidence({ origin: 'null' }, ORIGINS)).toBe(true);
+    expect(crossSiteEvidence({ origin: 'https://data.example.org' }, ORIGINS)).toBe(false);
+    expect(crossSiteEvidence({ origin: 'https://data.example.org' }, [])).toBe(true);
+    expect(crossSiteEvidence({}, ORIGINS)).toBe(false);
+    expect(crossSiteEvidence({ accept: 'text/html' }, [])).toBe(false);
+  });
+});
+

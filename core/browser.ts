@@ -105,10 +105,30 @@ function hasControl(s: string): boolean {
 /** svc-auth's own sign-in steps: never where a sign-in lands (it would start over). */
 const SIGN_IN_PATHS = ['/authz/sign-in', '/authz/callback', '/authz/sign-out'];
 
+/** One pass of percent-decoding, of ASCII characters only (the steps' names are ASCII; the rest stays encoded). */
+function decodeAscii(s: string): string {
+  return s.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+}
+
+/**
+ * Whether a path (as the URL parser leaves it: dot segments resolved, the rest percent-encoded) reaches one of
+ * svc-auth's own steps in some spelling a server would route there: Express matches routes whatever their case
+ * (and with a trailing slash), and the proxies in front decode percent-encoded characters and merge slashes (nginx
+ * to choose its location, Traefik and Envoy when they normalize the path they forward). So the path is compared
+ * decoded (up to three passes: no server decodes more than once, the rest is margin), in lower case, and with each
+ * run of slashes as one. Refusing a spelling no server routes there costs nothing: that sign-in lands on `/`.
+ */
+function isOwnStep(pathname: string): boolean {
+  let p = pathname;
+  for (let pass = 0; pass < 3 && p.includes('%'); pass++) p = decodeAscii(p);
+  p = p.toLowerCase().replace(/\/{2,}/g, '/');
+  return SIGN_IN_PATHS.some((step) => p === step || p.startsWith(`${step}/`));
+}
+
 /**
  * Where a sign-in lands (`rd`): an absolute URL on one of the external origins, or a path (taken on `base`, the
  * origin the sign-in was asked on); anything else (another host, another scheme, `//host`, a backslash trick,
- * svc-auth's own sign-in steps) lands on `base`'s `/`.
+ * svc-auth's own sign-in steps in any spelling that reaches them) lands on `base`'s `/`.
  */
 export function safeRedirect(rd: string | undefined, externalOrigins: readonly string[], base: string): string {
   const home = `${base}/`;
@@ -120,7 +140,7 @@ export function safeRedirect(rd: string | undefined, externalOrigins: readonly s
     return home;
   }
   if (!externalOrigins.includes(url.origin) || (rd.startsWith('/') && url.origin !== base)) return home;
-  if (SIGN_IN_PATHS.some((p) => url.pathname === p || url.pathname.startsWith(`${p}/`))) return home;
+  if (isOwnStep(url.pathname)) return home;
   url.hash = '';
   return url.href;
 }
@@ -137,4 +157,20 @@ export function externalOriginFor(host: string | undefined, proto: string | unde
     const u = new URL(o);
     return (u.host === h || (u.port === '' && `${u.hostname}:${u.protocol === 'https:' ? 443 : 80}` === h)) && (scheme === undefined || u.protocol === `${scheme}:`);
   });
+}
+
+/**
+ * Evidence that a request comes from another site's page (docs/access-rules.md "Networks", CSRF): `Sec-Fetch-Site` other
+ * than `same-origin` or `none` (`cross-site`, and `same-site`, a sibling host that may not be ours), or, from a browser
+ * that sends no Fetch Metadata, an `Origin` (`null` included) that is no external URL's origin. Global Services,
+ * gateways and scripts send neither header, so refusing what carries this evidence costs them nothing.
+ */
+export function crossSiteEvidence(h: BrowserHeaders, externalOrigins: readonly string[]): boolean {
+  if (h.secFetchSite !== undefined) {
+    const site = h.secFetchSite.toLowerCase();
+    return site !== 'same-origin' && site !== 'none';
+  }
+  if (h.origin === undefined) return false;
+  const origin = originOf(h.origin);
+  return origin === undefined || !externalOrigins.includes(origin);
 }

@@ -173,3 +173,23 @@ describe('properties', () => {
     expect(outside).toBeGreaterThan(100);
   });
 });
+
+describe('cross-site evidence (issue 37, finding 3): an address is ambient authority, like a session cookie', () => {
+  const index = indexOf([{ scope: topic('a.b'), how: 'networks', networks: ['127.0.0.0/24'] }]);
+  const asked = (method: string, crossSite: boolean | undefined): Decision | VerifyJwt =>
+    decide(index, DEFAULT_CONFIG, { method, target: FILE, authorization: undefined, address: '127.0.0.2', ...(crossSite === undefined ? {} : { crossSite }) }, NOW);
+
+  it('no network grants an unsafe method with it, or with the method unstated; the request is decided as without an address', () => {
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE', 'PROPFIND']) {
+      expect(asked(method, true)).toMatchObject({ outcome: 'no-token' });
+      expect(asked(method, false)).toMatchObject({ outcome: 'granted-network' });
+      expect(asked(method, undefined)).toMatchObject({ outcome: 'granted-network' });
+    }
+    expect(decide(index, DEFAULT_CONFIG, { method: null, target: FILE, authorization: undefined, address: '127.0.0.2', crossSite: true }, NOW)).toMatchObject({ outcome: 'no-token' });
+  });
+
+  it('safe methods are granted with it (a link from another site to a file is no write)', () => {
+    for (const method of ['GET', 'HEAD', 'OPTIONS']) expect(asked(method, true)).toMatchObject({ outcome: 'granted-network' });
+  });
+});
+

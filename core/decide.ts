@@ -73,6 +73,13 @@ interface AccessRequest {
    * "Networks"). A network of a governing scope holding it grants whatever credential the request carries.
    */
   readonly address?: string;
+  /**
+   * The request carries evidence of coming from another site's page (core/browser.ts crossSiteEvidence). An address
+   * is ambient authority like a session cookie: a network never grants an unsafe method that carries this evidence
+   * (the request is decided as if no network matched), so a page elsewhere cannot make a browser at a granted address
+   * write. The caller may leave it unset for safe methods, where it is never read.
+   */
+  readonly crossSite?: boolean;
 }
 
 /**
@@ -200,7 +207,7 @@ export function decide(index: AccessIndex, config: AccessConfig, req: AccessRequ
   const { segments, path } = target;
   const { area, by } = governingFor(index, config, req.method, foldSegments(segments));
   if (isOpen(by)) return { outcome: 'open', area, path };
-  if (req.address !== undefined) {
+  if (req.address !== undefined && !(req.crossSite === true && !isSafeMethod(req.method))) {
     const byNetwork = networkGrant(area, path, by, req.address);
     if (byNetwork !== undefined) return byNetwork;
   }

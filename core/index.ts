@@ -23,5 +23,6 @@ export * from './imported-decision.js';
 export * from './wis2box-import.js';
 export * from './decide.js';
 export * from './browser.js';
+export * from './answer-headers.js';
 export * from './path-scope.js';
 export * from './enforced-state.js';

@@ -6,8 +6,9 @@
  *   configurations set from `$remote_addr` (with N load balancers in front, the controller resolves the client itself:
  *   ingress-nginx `use-forwarded-headers` with `proxy-real-ip-cidr`, nginx's realip module). With N ≥ 1 an
  *   `X-Forwarded-For` of more than N entries must name the same address N entries from its end.
- * - forward-auth (Traefik): the entry N from the end of `X-Forwarded-For`, which ForwardAuth builds from the peer it
- *   routes (with trustForwardHeader, after the trusted hops' entries). Traefik passes no other address header unless
+ * - forward-auth (Traefik): the entry N from the end of `X-Forwarded-For`, which ForwardAuth (trustForwardHeader off)
+ *   sets to the peer it routes: behind a balancer, the client a PROXY protocol header named, so N stays 0 (a trusted
+ *   X-Forwarded-* family would carry a client's target headers too). Traefik passes no other address header unless
  *   authRequestHeaders lets a client's through, so no other is read.
  * - ext-authz, Envoy's dialect: the entry N from the end of `X-Forwarded-For`, to which Envoy appends the peer with
  *   `use_remote_address: true` (N is its `xff_num_trusted_hops`); an `X-Envoy-External-Address` (Envoy's trusted

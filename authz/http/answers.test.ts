@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { answerSets, headerValue, sendGrantedIdentity } from './answers.js';
+import { answerSets, headerValue, sendGrantedIdentity, sendGrantedNetwork } from './answers.js';
+import { ANSWER_HEADERS, ENVOY_REMOVE_HEADER } from '../../core/index.js';
 import type { HeadResponse } from './http-front.js';
 
 const header = (headers: readonly string[], name: string) => headers[headers.indexOf(name) + 1];
@@ -75,5 +76,42 @@ describe('identity grants (a verified JWT), prepared on first use and kept by sc
     expect(header(sent(nginx, NOW + 3_600_000, NOW), 'X-Accel-Expires')).toBe('30');
     expect(sent(proxy, exp, NOW)).not.toContain('X-Accel-Expires');
     for (const set of [nginx, proxy]) expect(header(sent(set, exp, NOW), 'Cache-Control')).toBe('no-store');
+  });
+});
+
+describe('Envoy removes the client\'s copies of every answer header an allow does not set', () => {
+  const NOW = Date.parse('2026-11-21T12:00:00Z');
+  const removed = (headers: readonly string[]): string[] => (header(headers, ENVOY_REMOVE_HEADER) ?? '').split(',').filter((h) => h.length > 0);
+  const set = (headers: readonly string[]): string[] => ANSWER_HEADERS.filter((h) => headers.includes(h)).map((h) => h.toLowerCase());
+  const capture = (): { res: HeadResponse; headers: () => string[] } => {
+    let sent: string[] = [];
+    const res: HeadResponse = { writeHead: (_s, h) => void (sent = [...((h as string[] | undefined) ?? [])]), end: () => undefined, headersSent: false, shouldKeepAlive: true, destroy: () => undefined };
+    return { res, headers: () => sent };
+  };
+
+  it('each proxy-flavour allow: what it sets plus what it removes is the whole family, never both', () => {
+    const { proxy } = answerSets(30);
+    const allows: string[][] = [[...proxy.open.headers], [...proxy.granted.answer('topic:a', 'id0000000001', Infinity, NOW).headers]];
+    for (const group of [undefined, 'partners']) {
+      const c = capture();
+      sendGrantedIdentity(c.res, proxy, 'topic:a', 'alice', group, NOW + 60_000, NOW);
+      allows.push(c.headers());
+    }
+    const n = capture();
+    sendGrantedNetwork(n.res, proxy, 'topic:a', '127.0.0.2/32');
+    allows.push(n.headers());
+    for (const headers of allows) {
+      const r = removed(headers);
+      expect(r.length).toBeGreaterThan(0);
+      expect(r.filter((h) => set(headers).includes(h))).toEqual([]);
+      expect([...r, ...set(headers)].sort()).toEqual(ANSWER_HEADERS.map((h) => h.toLowerCase()).sort());
+    }
+    expect(removed([...proxy.open.headers])).toEqual(ANSWER_HEADERS.map((h) => h.toLowerCase()));
+  });
+
+  it('nginx answers never carry it (nginx copies the family itself: auth_request_set)', () => {
+    const { nginx } = answerSets(30);
+    expect(nginx.open.headers).not.toContain(ENVOY_REMOVE_HEADER);
+    expect(nginx.granted.answer('topic:a', 'id0000000001', Infinity, NOW).headers).not.toContain(ENVOY_REMOVE_HEADER);
   });
 });

@@ -10,6 +10,7 @@
  * revoked token or a newly closed scope keeps working through a proxy's decision cache.
  */
 import { PreparedAnswer, sendAnswer, type HeadResponse } from './http-front.js';
+import { ENVOY_REMOVE_HEADER, headersToRemove, type AnswerHeader } from '../../core/index.js';
 
 export type Flavour = 'nginx' | 'proxy';
 
@@ -67,6 +68,7 @@ class GrantedAnswers {
     if (kept !== undefined && kept.scope === scope && kept.accel === accel) return kept.answer;
     const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Token-Id', tokenId];
     if (accel >= 0) headers.push(ACCEL, String(accel));
+    else headers.push(...removing(['X-Auth-Request-Scope', 'X-Auth-Request-Token-Id']));
     const answer = new PreparedAnswer(200, headers);
     if (this.byTokenId.size >= MAX_GRANTED_ANSWERS) this.byTokenId.clear();
     this.byTokenId.set(tokenId, { scope, accel, answer });
@@ -74,9 +76,17 @@ class GrantedAnswers {
   }
 }
 
+/**
+ * What an allow of the proxy flavour adds so that Envoy removes the client's copies of the answer headers it does not
+ * set (core/answer-headers.ts). Traefik ignores it: its authResponseHeaders delete the client's copies themselves.
+ */
+function removing(set: readonly AnswerHeader[]): Headers {
+  return [ENVOY_REMOVE_HEADER, headersToRemove(set)];
+}
+
 function answers(flavour: Flavour, cacheMaxAge: number) {
   const nginx = flavour === 'nginx';
-  const allowCache: Headers = nginx ? [ACCEL, String(cacheMaxAge)] : [];
+  const allowCache: Headers = nginx ? [ACCEL, String(cacheMaxAge)] : removing([]);
   return {
     flavour,
     cacheMaxAge,
@@ -122,6 +132,7 @@ export function sendGrantedNetwork(res: HeadResponse, set: AnswerSet, scope: str
   if (answer === undefined) {
     const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-Network', network];
     if (set.flavour === 'nginx') headers.push(ACCEL, '0');
+    else headers.push(...removing(['X-Auth-Request-Scope', 'X-Auth-Request-Network']));
     answer = new PreparedAnswer(200, headers);
     if (set.networks.size >= MAX_GRANTED_ANSWERS) set.networks.clear();
     if (byNetwork === undefined || !set.networks.has(scope)) set.networks.set(scope, (byNetwork = new Map()));
@@ -148,6 +159,7 @@ export function sendGrantedIdentity(res: HeadResponse, set: AnswerSet, scope: st
   const headers = [CC, NO_STORE, CL, '0', 'X-Auth-Request-Scope', scope, 'X-Auth-Request-User', headerValue(user)];
   if (group !== undefined) headers.push('X-Auth-Request-Group', headerValue(group));
   if (accel >= 0) headers.push(ACCEL, String(accel));
+  else headers.push(...removing(group === undefined ? ['X-Auth-Request-Scope', 'X-Auth-Request-User'] : ['X-Auth-Request-Scope', 'X-Auth-Request-User', 'X-Auth-Request-Group']));
   const answer = new PreparedAnswer(200, headers);
   keepIdentityAnswer(set, scope, user, group ?? '', { accel, answer });
   sendAnswer(res, answer);

@@ -2,8 +2,10 @@
  * Sessions opened before, kept for their next requests: a browser sends the same cookie on every request, and
  * opening it (an AES-GCM decryption through WebCrypto) is asynchronous, so a session seen before is decided in the
  * same synchronous pass as a token. Only what the cookie holds is kept (the identity and its expiry, which is
- * checked on every request), never a decision: grants are read from the index in service each time. Keyed by a few of
- * the value's last characters (./tail-key.ts) and compared whole; bounded in entries and
+ * checked on every request), never a decision: grants are read from the index in service each time. The expiry kept
+ * is the one openSession gave under the max age in force (the sooner of the sealed expiry and issued-at plus
+ * `--session-max-age`, which is fixed for the cache's life), so a kept session ends when one opened afresh would.
+ * Keyed by a few of the value's last characters (./tail-key.ts) and compared whole; bounded in entries and
  * characters, and cleared when full, like the JWT verifications of ./oidc.ts. Failures are not kept.
  */
 import type { VerifiedJwt } from '../../core/index.js';
@@ -25,10 +27,14 @@ export class SessionCache {
   private readonly opened = new Map<number, Entry>();
   private chars = 0;
 
-  /** `issuer`: the sign-in issuer; a session of another issuer (the configuration changed) is none. */
+  /**
+   * `issuer`: the sign-in issuer; a session of another issuer (the configuration changed) is none. `maxAgeMs`: the
+   * `--session-max-age` in force; a session issued longer ago is none, whatever max age it was sealed under.
+   */
   constructor(
     private readonly keys: SessionKeys,
     private readonly issuer: string,
+    private readonly maxAgeMs: number,
   ) {}
 
   /** A session opened before and not expired at `now`, synchronously; undefined otherwise (open it). */
@@ -45,7 +51,7 @@ export class SessionCache {
 
   /** The session the value holds (kept for its next requests), or undefined: no session. */
   async open(value: string, now: number): Promise<SessionCredential | undefined> {
-    const s = await openSession(this.keys, value, now);
+    const s = await openSession(this.keys, value, { now, maxAgeMs: this.maxAgeMs });
     if (s === undefined || s.issuer !== this.issuer) return undefined;
     const credential: SessionCredential = { ok: true, identity: { issuer: s.issuer, user: s.user, groups: s.groups }, carrier: 'session', expiresAt: s.expiresAt };
     if (this.opened.size >= MAX_ENTRIES || this.chars + value.length > MAX_CHARS) {

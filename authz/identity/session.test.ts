@@ -12,6 +12,8 @@ import {
 const keyLine = () => randomBytes(32).toString('base64url');
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const HOUR = 3600_000;
+/** The --session-max-age the sessions below are opened under (the default). */
+const MAX_AGE = 8 * HOUR;
 const ALICE = { issuer: 'https://idp.example.org', user: 'https://idp.example.org#alice', groups: ['staff', 'wis2-ops'] };
 
 describe('the session key file', () => {
@@ -65,14 +67,28 @@ describe('sealing and opening a session', () => {
     const value = await sealSession(keys, ALICE, { maxAgeMs: 8 * HOUR, now: NOW });
     expect(value.split('.')).toHaveLength(5);
     expect(value).not.toContain('alice');
-    const s = await openSession(keys, value, NOW + HOUR);
+    const s = await openSession(keys, value, { now: NOW + HOUR, maxAgeMs: MAX_AGE });
     expect(s).toEqual({ ...ALICE, issuedAt: NOW, expiresAt: NOW + 8 * HOUR });
   });
 
   it('an expired session is none', async () => {
     const value = await sealSession(keys, ALICE, { maxAgeMs: HOUR, now: NOW });
-    expect(await openSession(keys, value, NOW + HOUR - 1000)).toBeDefined();
-    expect(await openSession(keys, value, NOW + HOUR)).toBeUndefined();
+    expect(await openSession(keys, value, { now: NOW + HOUR - 1000, maxAgeMs: MAX_AGE })).toBeDefined();
+    expect(await openSession(keys, value, { now: NOW + HOUR, maxAgeMs: MAX_AGE })).toBeUndefined();
+  });
+
+  it('--session-max-age lowered after issue: a session issued longer ago than the max age now in force has expired', async () => {
+    // Issued under 8h; opened by a server now running with 1h.
+    const value = await sealSession(keys, ALICE, { maxAgeMs: 8 * HOUR, now: NOW });
+    expect(await openSession(keys, value, { now: NOW + 2 * HOUR, maxAgeMs: HOUR })).toBeUndefined();
+    expect(await openSession(keys, value, { now: NOW + HOUR, maxAgeMs: HOUR })).toBeUndefined();
+    // Within 1h: accepted, and it says when it ends under the max age in force.
+    expect(await openSession(keys, value, { now: NOW + HOUR - 1000, maxAgeMs: HOUR })).toEqual({ ...ALICE, issuedAt: NOW, expiresAt: NOW + HOUR });
+    expect(await openSession(keys, value, { now: NOW + 30 * 60_000, maxAgeMs: HOUR })).toBeDefined();
+    // Raising the max age never lengthens a session past its sealed expiry.
+    const short = await sealSession(keys, ALICE, { maxAgeMs: HOUR, now: NOW });
+    expect(await openSession(keys, short, { now: NOW + 2 * HOUR, maxAgeMs: 8 * HOUR })).toBeUndefined();
+    expect((await openSession(keys, short, { now: NOW, maxAgeMs: 8 * HOUR }))!.expiresAt).toBe(NOW + HOUR);
   });
 
   it('a tampered value is none: every part, every position', async () => {
@@ -82,46 +98,46 @@ describe('sealing and opening a session', () => {
       const p = parts[i]!;
       const flipped = `${p.slice(0, 5)}${p[5] === 'A' ? 'B' : 'A'}${p.slice(6)}`;
       const tampered = parts.map((x, j) => (j === i ? flipped : x)).join('.');
-      expect(await openSession(keys, tampered, NOW)).toBeUndefined();
+      expect(await openSession(keys, tampered, { now: NOW, maxAgeMs: MAX_AGE })).toBeUndefined();
     }
-    expect(await openSession(keys, `${value}x`, NOW)).toBeUndefined();
-    expect(await openSession(keys, '', NOW)).toBeUndefined();
-    expect(await openSession(keys, 'svc_not-a-session', NOW)).toBeUndefined();
+    expect(await openSession(keys, `${value}x`, { now: NOW, maxAgeMs: MAX_AGE })).toBeUndefined();
+    expect(await openSession(keys, '', { now: NOW, maxAgeMs: MAX_AGE })).toBeUndefined();
+    expect(await openSession(keys, 'svc_not-a-session', { now: NOW, maxAgeMs: MAX_AGE })).toBeUndefined();
   });
 
   it('a session sealed with another key is none; after rotation the old key still opens its sessions', async () => {
     const other = parseSessionKeys(keyLine());
     const old = await sealSession(keys, ALICE, { maxAgeMs: HOUR, now: NOW });
-    expect(await openSession(other, old, NOW)).toBeUndefined();
+    expect(await openSession(other, old, { now: NOW, maxAgeMs: MAX_AGE })).toBeUndefined();
     const rotated: SessionKeys = { keys: [other.keys[0], keys.keys[0]] };
-    expect(await openSession(rotated, old, NOW)).toMatchObject({ user: ALICE.user });
+    expect(await openSession(rotated, old, { now: NOW, maxAgeMs: MAX_AGE })).toMatchObject({ user: ALICE.user });
     const fresh = await sealSession(rotated, ALICE, { maxAgeMs: HOUR, now: NOW });
-    expect(await openSession(other, fresh, NOW)).toBeDefined();
-    expect(await openSession(keys, fresh, NOW)).toBeUndefined();
+    expect(await openSession(other, fresh, { now: NOW, maxAgeMs: MAX_AGE })).toBeDefined();
+    expect(await openSession(keys, fresh, { now: NOW, maxAgeMs: MAX_AGE })).toBeUndefined();
   });
 
   it('another type sealed with the same key (a sign-in transaction) is never a session', async () => {
     const t = await seal(keys, 'svc-sign-in', { iss: ALICE.issuer, user: ALICE.user, groups: [] }, NOW + HOUR, NOW);
-    expect(await openSession(keys, t, NOW)).toBeUndefined();
+    expect(await openSession(keys, t, { now: NOW, maxAgeMs: MAX_AGE })).toBeUndefined();
     expect(await unseal(keys, 'svc-sign-in', t, NOW)).toMatchObject({ user: ALICE.user });
   });
 
   it('only dir + A256GCM under a known kid; a JWS, or a JWE without typ or kid, is none', async () => {
     const { kid, key } = keys.keys[0];
     const noTyp = await new EncryptJWT({ iss: 'x', user: 'u', groups: [] }).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid }).setIssuedAt().setExpirationTime('1h').encrypt(key);
-    expect(await openSession(keys, noTyp)).toBeUndefined();
+    expect(await openSession(keys, noTyp, { maxAgeMs: MAX_AGE })).toBeUndefined();
     const noKid = await new EncryptJWT({ iss: 'x', user: 'u', groups: [] }).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', typ: SESSION_TYP }).setIssuedAt().setExpirationTime('1h').encrypt(key);
-    expect(await openSession(keys, noKid)).toBeUndefined();
+    expect(await openSession(keys, noKid, { maxAgeMs: MAX_AGE })).toBeUndefined();
     const cbc = await new EncryptJWT({ iss: 'x', user: 'u', groups: [] }).setProtectedHeader({ alg: 'dir', enc: 'A128CBC-HS256', typ: SESSION_TYP, kid }).setIssuedAt().setExpirationTime('1h').encrypt(key);
-    expect(await openSession(keys, cbc)).toBeUndefined();
+    expect(await openSession(keys, cbc, { maxAgeMs: MAX_AGE })).toBeUndefined();
     const signed = await new SignJWT({ iss: 'x', user: 'u', groups: [] }).setProtectedHeader({ alg: 'HS256', typ: SESSION_TYP, kid }).setIssuedAt().setExpirationTime('1h').sign(key);
-    expect(await openSession(keys, signed)).toBeUndefined();
+    expect(await openSession(keys, signed, { maxAgeMs: MAX_AGE })).toBeUndefined();
   });
 
   it('a payload without the identity is none, however well sealed', async () => {
     const { kid, key } = keys.keys[0];
     const bad = async (claims: Record<string, unknown>) =>
-      openSession(keys, await new EncryptJWT(claims).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', typ: SESSION_TYP, kid }).setIssuedAt().setExpirationTime('1h').encrypt(key));
+      openSession(keys, await new EncryptJWT(claims).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', typ: SESSION_TYP, kid }).setIssuedAt().setExpirationTime('1h').encrypt(key), { maxAgeMs: MAX_AGE });
     expect(await bad({ iss: 'x', groups: [] })).toBeUndefined();
     expect(await bad({ iss: 'x', user: '', groups: [] })).toBeUndefined();
     expect(await bad({ iss: 'x', user: 'u', groups: 'staff' })).toBeUndefined();
@@ -129,7 +145,7 @@ describe('sealing and opening a session', () => {
     expect(await bad({ user: 'u', groups: [] })).toBeUndefined();
     expect(await bad({ iss: 'x', user: 'u', groups: [] })).toMatchObject({ user: 'u' });
     const raw = await new CompactEncrypt(new TextEncoder().encode('not json')).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', typ: SESSION_TYP, kid }).encrypt(key);
-    expect(await openSession(keys, raw)).toBeUndefined();
+    expect(await openSession(keys, raw, { maxAgeMs: MAX_AGE })).toBeUndefined();
   });
 });
 
@@ -153,11 +169,11 @@ describe('the session cookie', () => {
     expect(sealed).toBeDefined();
     expect(sealed!.droppedGroups).toBe(298);
     expect(cookieFits(SESSION_COOKIE, sealed!.value)).toBe(true);
-    expect((await openSession(keys, sealed!.value, NOW))!.groups).toEqual(['cn=group-7,ou=groups,dc=example,dc=org', 'cn=group-42,ou=groups,dc=example,dc=org']);
+    expect((await openSession(keys, sealed!.value, { now: NOW, maxAgeMs: MAX_AGE }))!.groups).toEqual(['cn=group-7,ou=groups,dc=example,dc=org', 'cn=group-42,ou=groups,dc=example,dc=org']);
     expect(await sealSessionCookie(keys, many, { ...o, usable: (gs) => gs })).toBeUndefined();
     const few = await sealSessionCookie(keys, ALICE, { ...o, usable: () => [] });
     expect(few!.droppedGroups).toBe(0);
-    expect((await openSession(keys, few!.value, NOW))!.groups).toEqual(ALICE.groups);
+    expect((await openSession(keys, few!.value, { now: NOW, maxAgeMs: MAX_AGE }))!.groups).toEqual(ALICE.groups);
   });
 
   it('the bound is on name and value together', () => {

@@ -119,6 +119,7 @@ export interface SessionIdentity {
 export interface Session extends SessionIdentity {
   /** ms since the epoch. */
   readonly issuedAt: number;
+  /** The sooner of the sealed expiry and `issuedAt` plus the max age it was opened under. */
   readonly expiresAt: number;
 }
 
@@ -128,14 +129,25 @@ export function sealSession(keys: SessionKeys, identity: SessionIdentity, o: { r
   return seal(keys, SESSION_TYP, { iss: identity.issuer, user: identity.user, groups: [...identity.groups] }, now + o.maxAgeMs, now);
 }
 
-/** The session a cookie value holds, or undefined: no session (it does not open, has expired, or is malformed). */
-export async function openSession(keys: SessionKeys, value: string, now = Date.now()): Promise<Session | undefined> {
+/**
+ * The session a cookie value holds, or undefined: no session (it does not open, has expired, or is malformed).
+ *
+ * `maxAgeMs` is the `--session-max-age` in force now, not the one the session was sealed under: a session issued
+ * longer ago than that has expired, whatever its sealed expiry says, so lowering the flag ends the sessions already
+ * issued beyond it (the sealed `exp` alone would keep them for the old max age). Every session carries its
+ * issued-at: seal() has set `iat` since sessions exist, and unseal() has always required it, so none is refused for
+ * lacking one.
+ */
+export async function openSession(keys: SessionKeys, value: string, o: { readonly maxAgeMs: number; readonly now?: number }): Promise<Session | undefined> {
+  const now = o.now ?? Date.now();
   const p = await unseal(keys, SESSION_TYP, value, now);
   if (p === undefined) return undefined;
   const { iss, user, groups, iat, exp } = p as { iss?: unknown; user?: unknown; groups?: unknown; iat?: unknown; exp?: unknown };
   if (typeof iss !== 'string' || typeof user !== 'string' || user.length === 0 || typeof iat !== 'number' || typeof exp !== 'number') return undefined;
   if (!Array.isArray(groups) || !groups.every((g): g is string => typeof g === 'string' && g.length > 0)) return undefined;
-  return { issuer: iss, user, groups, issuedAt: iat * 1000, expiresAt: exp * 1000 };
+  const expiresAt = Math.min(exp * 1000, iat * 1000 + o.maxAgeMs);
+  if (expiresAt <= now) return undefined;
+  return { issuer: iss, user, groups, issuedAt: iat * 1000, expiresAt };
 }
 
 export interface CookieAttributes {

@@ -4,7 +4,8 @@
  * one must be (the decision then answers later: ./exchange.ts), answer in the proxy's flavour, then record the
  * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
  */
-import { decide, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
+import { crossSiteEvidence, decide, isSafeMethod, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
+import { readBrowserRequest } from '../sign-in/browser-request.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendGrantedNetwork, sendInsufficientScope } from '../http/answers.js';
 import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
 import { ambiguousEndpointPath, ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
@@ -32,6 +33,9 @@ export interface AuthContext extends Books {
   /** `--trusted-proxy-hops`: load balancers in front of the proxy (authz/endpoints/client-address.ts); default 0. */
   readonly trustedProxyHops?: number;
 }
+
+/** The request as decide is asked about it: the contract's reading, and for an unsafe method its cross-site evidence. */
+type Asked = Described & { readonly crossSite?: boolean };
 
 /** No index in service yet: nothing is allowed. */
 const UNAVAILABLE: Deciding = decidedNow(null);
@@ -92,9 +96,10 @@ class AuthPipeline {
     if (!reading.ok) return decidedNow({ outcome: 'malformed', reason: reading.reason });
     x.reading = reading;
     if (reading.method !== null && !isToken(reading.method)) return decidedNow({ outcome: 'malformed', reason: 'no valid original method' });
-    const d = this.decide(contract, req, reading, x, index);
+    const asked = this.withCrossSite(reading, req);
+    const d = this.decide(contract, req, asked, x, index);
     if (reading.addressProblem !== undefined) this.books.addressUntrusted(contract.endpoint, reading.addressProblem, d, index);
-    if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, reading));
+    if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, asked));
     // No explicit credential to a closed scope and a session cookie not seen before: opened, then decided.
     const opening = this.browser?.toOpen(d, reading, x);
     if (opening !== undefined) return opening;
@@ -102,8 +107,18 @@ class AuthPipeline {
     return this.imported === undefined ? decidedNow(d) : this.imported.check(d, reading, index, x.at);
   }
 
+  /**
+   * An unsafe method from an address a network may grant: whether it carries cross-site evidence (the CSRF rule for
+   * networks, core/decide.ts). Only then are the browser headers read: safe methods and requests without a trusted
+   * address, nearly all of them, never pay for it.
+   */
+  private withCrossSite(reading: Described, req: HeadRequest): Asked {
+    if (reading.address === undefined || isSafeMethod(reading.method)) return reading;
+    return { ...reading, crossSite: crossSiteEvidence(readBrowserRequest(req.rawHeaders), this.ctx.browser?.externalUrls ?? []) };
+  }
+
   /** decide, with the browser session hook pointed at this request when sign-in is on. */
-  private decide(contract: Contract<EndpointName>, req: HeadRequest, reading: Described, x: Exchange, index: AccessIndex): Decision | VerifyJwt {
+  private decide(contract: Contract<EndpointName>, req: HeadRequest, reading: Asked, x: Exchange, index: AccessIndex): Decision | VerifyJwt {
     if (this.browser === undefined) return decide(index, this.access, reading, x.at);
     this.browser.begin(contract.endpoint, req, reading, x);
     try {
@@ -153,14 +168,14 @@ class AuthPipeline {
    * again with the result against the index in service *after* verification, so a subject removed meanwhile
    * does not grant. No keys yet for the issuer: null (unavailable), never a grant; opaque tokens are unaffected.
    */
-  private async verifiedDecision(pending: VerifyJwt, o: Described): Promise<Decision | null> {
+  private async verifiedDecision(pending: VerifyJwt, o: Asked): Promise<Decision | null> {
     if (!this.ctx.oidc) throw new Error('a JWT to verify but no OpenID verifier configured');
     const v = await this.ctx.oidc.verify(pending.jwt, pending.issuer);
     const index = this.ctx.state.index;
     let decision: Decision | null = null;
     if (index !== null && (v.ok || v.unavailable !== true)) {
       const verified: VerifiedJwt = v.ok ? { ...v, carrier: pending.carrier } : { ok: false, carrier: pending.carrier };
-      decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, address: o.address, verified }, Date.now());
+      decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, address: o.address, crossSite: o.crossSite, verified }, Date.now());
     }
     this.ctx.metrics.jwtDecision(decision === null ? 'unavailable' : outcomeOf(decision), v.ok ? undefined : v.reason);
     return decision;

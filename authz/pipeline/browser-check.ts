@@ -138,7 +138,7 @@ export class BrowserCheck {
   /** 401 to a navigation: sent to sign in (302 where the proxy passes answers on; X-Svc-Sign-In on nginx). */
   sendSignIn(res: HeadResponse, set: AnswerSet, view: BrowserView, challenge: PreparedAnswer): void {
     const { origin, landing } = this.landingOf(view);
-    const url = `${origin}/authz/sign-in?rd=${encodeURIComponent(landing)}`;
+    const url = `${origin}/authz/sign-in?rd=${boundedLanding(origin, landing)}`;
     if (set.flavour === 'nginx') {
       res.writeHead(challenge.status, [...challenge.headers, SIGN_IN_HEADER, url]);
       res.end();
@@ -152,7 +152,7 @@ export class BrowserCheck {
     const challenge = ['WWW-Authenticate', insufficientScopeChallenge(scopes)];
     const { origin, landing } = this.landingOf(view);
     if (set.flavour === 'nginx') {
-      const url = `${origin}/authz/v1/session?denied=${encodeURIComponent(landing)}`;
+      const url = `${origin}/authz/v1/session?denied=${boundedLanding(origin, landing)}`;
       res.writeHead(403, [...set.insufficientScope.headers, ...challenge, DENIED_HEADER, url]);
       res.end();
       return;
@@ -162,3 +162,26 @@ export class BrowserCheck {
     res.end(page.body);
   }
 }
+
+/**
+ * The longest landing (percent-encoded) an answer names. nginx passes at most 4 KiB of an auth answer's headers (its
+ * proxy buffer) and answers 502 past them, so a landing of thousands of characters would keep the sign-in from ever
+ * starting; the sign-in route bounds what it seals the same way (authz/sign-in/relying-party.ts), so up to this length
+ * a browser lands exactly where it asked.
+ */
+const MAX_LANDING = 2048;
+
+/** The landing, percent-encoded, at most MAX_LANDING long: as asked, else its path without the query, else the origin's `/`. */
+export function boundedLanding(origin: string, landing: string): string {
+  const whole = encodeURIComponent(landing);
+  if (whole.length <= MAX_LANDING) return whole;
+  let pathname = '/';
+  try {
+    pathname = new URL(landing).pathname;
+  } catch {
+    // not a URL we can shorten: the origin's home
+  }
+  const path = encodeURIComponent(`${origin}${pathname}`);
+  return path.length <= MAX_LANDING ? path : encodeURIComponent(`${origin}/`);
+}
+

@@ -35,7 +35,8 @@ function pipeline(trustedProxyHops = 0) {
   };
   const nginx = (...address: string[]) => ask('/authz/auth-request', ['X-Original-URI', FILE, 'X-Original-Method', 'GET', ...address]);
   const traefik = (...address: string[]) => ask('/authz/forward-auth', ['X-Forwarded-Uri', FILE, 'X-Forwarded-Method', 'GET', ...address]);
-  return { nginx, traefik, lines, refusals, metrics, usage };
+  const nginxWrite = (method: string, ...headers: string[]) => ask('/authz/auth-request', ['X-Original-URI', FILE, 'X-Original-Method', method, 'X-Real-IP', '127.0.0.2', ...headers]);
+  return { nginx, traefik, nginxWrite, lines, refusals, metrics, usage };
 }
 
 function header(headers: string[], name: string): string | undefined {
@@ -98,5 +99,19 @@ describe('a network grant through the pipeline', () => {
     expect(p.traefik('X-Forwarded-For', '127.0.0.2, 127.0.0.1').status).toBe(200);
     expect(p.traefik('X-Forwarded-For', '127.0.0.2, 127.0.0.3, 127.0.0.1').status).toBe(401);
     expect(p.traefik('X-Forwarded-For', '127.0.0.2').status).toBe(401);
+  });
+
+  it('never grants an unsafe method that carries cross-site evidence (issue 37, finding 3); Global Services send none', () => {
+    const p = pipeline();
+    // A cross-site form POST from a browser at a granted address: refused, as with a session.
+    expect(p.nginxWrite('POST', 'Sec-Fetch-Site', 'cross-site', 'Origin', 'https://evil.example').status).toBe(401);
+    expect(p.nginxWrite('POST', 'Sec-Fetch-Site', 'same-site').status).toBe(401);
+    expect(p.nginxWrite('DELETE', 'Origin', 'https://evil.example').status).toBe(401);
+    expect(p.nginxWrite('POST', 'Origin', 'null').status).toBe(401);
+    // No Fetch Metadata and no Origin (a Global Service, a script), the service's own page, a user's own navigation, a read.
+    expect(p.nginxWrite('POST').status).toBe(200);
+    expect(p.nginxWrite('POST', 'Sec-Fetch-Site', 'same-origin', 'Origin', 'https://data.example.org').status).toBe(200);
+    expect(p.nginxWrite('POST', 'Sec-Fetch-Site', 'none').status).toBe(200);
+    expect(p.nginxWrite('GET', 'Sec-Fetch-Site', 'cross-site', 'Origin', 'https://evil.example').status).toBe(200);
   });
 });

@@ -7,7 +7,8 @@
  *
  * The flow's secrets (state, nonce, PKCE verifier) and where to land ride in a short-lived sealed cookie
  * (the sign-in transaction, sealed like sessions with --session-key-file's keys), so any replica finishes a
- * sign-in another one began.
+ * sign-in another one began. That cookie must stay within what browsers keep, and the redirect it rides on within
+ * what nginx passes, so a landing too long to seal in it gives way to a shorter one on the same origin (begin()).
  *
  * Discovery is lazy: an unreachable provider is not a configuration error. svc-auth starts, tokens and JWTs keep
  * working, and sign-in answers "unavailable" until discovery succeeds (tried again at most every `retryAfterMs`).
@@ -15,7 +16,7 @@
 import type { Logger } from 'pino';
 import * as client from 'openid-client';
 import type { VerifyOutcome } from '../identity/oidc.js';
-import { seal, unseal, type SessionIdentity } from '../identity/session.js';
+import { cookieFits, seal, setCookieValue, unseal, type SessionIdentity } from '../identity/session.js';
 import type { SignInConfig } from './config.js';
 import { fetchTrusting } from './provider-fetch.js';
 
@@ -25,8 +26,33 @@ export const TRANSACTION_COOKIE = '__Host-svc-sign-in';
 export const TRANSACTION_COOKIE_INSECURE = 'svc-sign-in';
 export const TRANSACTION_MAX_AGE_SECONDS = 600;
 
+/**
+ * The longest Set-Cookie header value (name, value and attributes) svc-auth sends for the transaction: browsers
+ * drop a larger cookie without a word, and the callback then finds no transaction.
+ */
+export const MAX_SET_COOKIE_BYTES = 4096;
+/**
+ * The most the sign-in's redirect spends on its transaction cookie and its Location together. nginx (ingress-nginx
+ * too) reads an upstream answer's status line and headers into one buffer of 4 KiB by default (proxy_buffer_size)
+ * and answers 502 when they do not fit: a cookie browsers keep could still not get through. The answer's other
+ * headers (status line, Date, Cache-Control, Referrer-Policy, Content-Type, Content-Length, Vary, Connection) take
+ * some 250 bytes; 512 are left for them.
+ */
+export const MAX_REDIRECT_HEADER_BYTES = 4096 - 512;
+
 export function transactionCookieName(secure: boolean): string {
   return secure ? TRANSACTION_COOKIE : TRANSACTION_COOKIE_INSECURE;
+}
+
+/**
+ * Where a sign-in may land, the URL asked for first: `rd` itself (already checked: an absolute URL on an external
+ * origin), then its path without the query, then its origin's `/`, each shorter than the one before.
+ */
+function landings(rd: string): { readonly rd: string; readonly what: string }[] {
+  const url = new URL(rd);
+  url.search = '';
+  const all = [{ rd, what: 'as asked' }, { rd: url.href, what: 'its path without the query' }, { rd: `${url.origin}/`, what: 'its origin\'s /' }];
+  return all.filter((l, i) => all.findIndex((m) => m.rd === l.rd) === i);
 }
 
 /** What verifies the ID token (OidcVerifier.verifyIdToken). */
@@ -46,10 +72,10 @@ export interface RelyingPartyOptions {
   readonly onRecovered?: () => void;
 }
 
-/** The browser's way to the provider, and the transaction cookie's value to set on the way. */
+/** The browser's way to the provider, and the transaction cookie to set on the way (a Set-Cookie value). */
 export interface Begun {
   readonly location: string;
-  readonly transaction: string;
+  readonly setCookie: string;
 }
 
 /** A finished sign-in: who, and where to land; or why not, with the status to answer. */
@@ -107,21 +133,54 @@ export class RelyingParty {
     }
   }
 
-  /** The redirect to the provider for a sign-in that lands on `rd` (already checked); undefined when it cannot be reached. */
+  /**
+   * The redirect to the provider for a sign-in that lands on `rd` (already checked: svc-auth's safeRedirect), with
+   * the transaction cookie; undefined when the provider cannot be reached.
+   *
+   * `rd` may be up to 8,192 characters; the cookie may not be over MAX_SET_COOKIE_BYTES (with its value within the
+   * MAX_COOKIE_BYTES unseal() opens), nor with the Location over MAX_REDIRECT_HEADER_BYTES: past some 2,000
+   * characters the sealed `rd` is too much, and a cookie the browser drops, or an answer nginx cannot pass, is a
+   * sign-in that never finishes. So the cookie is sealed and measured as it will be sent, and when it does not fit
+   * the sign-in lands on the next shorter landing (landings()): the same page without its query, else the origin's
+   * `/`. The person is signed in and on the right site, one navigation from where they were, rather than stopped by
+   * an error page about a URL they did not write.
+   */
   async begin(redirectUri: string, rd: string): Promise<Begun | undefined> {
     const provider = await this.provider();
     if (provider === undefined) return undefined;
-    const t: Transaction = { state: client.randomState(), nonce: client.randomNonce(), verifier: client.randomPKCECodeVerifier(), rd, redirectUri };
+    const secrets = { state: client.randomState(), nonce: client.randomNonce(), verifier: client.randomPKCECodeVerifier() };
     const location = client.buildAuthorizationUrl(provider, {
       redirect_uri: redirectUri,
       scope: this.o.config.scopes.join(' '),
-      state: t.state,
-      nonce: t.nonce,
-      code_challenge: await client.calculatePKCECodeChallenge(t.verifier),
+      state: secrets.state,
+      nonce: secrets.nonce,
+      code_challenge: await client.calculatePKCECodeChallenge(secrets.verifier),
       code_challenge_method: 'S256',
-    });
-    const transaction = await seal(this.o.config.sessionKeys, TRANSACTION_TYP, { ...t }, Date.now() + TRANSACTION_MAX_AGE_SECONDS * 1000);
-    return { location: location.href, transaction };
+    }).href;
+    const setCookie = await this.transactionCookie({ ...secrets, rd, redirectUri }, MAX_REDIRECT_HEADER_BYTES - Buffer.byteLength(location));
+    return { location, setCookie };
+  }
+
+  /**
+   * The transaction sealed as a Set-Cookie value of at most `room` bytes (and MAX_SET_COOKIE_BYTES), landing on
+   * `t.rd` or the first shorter landing that fits.
+   */
+  private async transactionCookie(t: Transaction, room: number): Promise<string> {
+    const { sessionKeys, secure } = this.o.config;
+    const name = transactionCookieName(secure);
+    const expiresAt = Date.now() + TRANSACTION_MAX_AGE_SECONDS * 1000;
+    for (const { rd, what } of landings(t.rd)) {
+      const value = await seal(sessionKeys, TRANSACTION_TYP, { ...t, rd }, expiresAt);
+      const setCookie = setCookieValue(name, value, { secure, maxAgeSeconds: TRANSACTION_MAX_AGE_SECONDS });
+      const bytes = Buffer.byteLength(setCookie);
+      if (!cookieFits(name, value) || bytes > MAX_SET_COOKIE_BYTES || bytes > room) continue;
+      // Lengths only, never the URL: its query may hold a token (`?token=`).
+      if (rd !== t.rd) this.o.logger.debug({ rdChars: t.rd.length, landing: what, landingChars: rd.length }, `sign-in: the URL to return to is too long for the sign-in cookie; the sign-in lands on ${what}`);
+      return setCookie;
+    }
+    // The origin's `/` and the callback are an external URL's origin and a short path, the rest is of fixed size
+    // (the Location too, but for the provider's endpoint): only host names far longer than DNS allows get here.
+    throw new Error('sign-in: the external URL or the provider\'s authorization endpoint is too long for the sign-in\'s redirect');
   }
 
   /** The callback: the transaction checked, the code exchanged, the ID token verified as a bearer JWT is. */

@@ -18,7 +18,7 @@ import { cookieValue, externalOriginFor, isNavigation, safeRedirect, sameOriginE
 import type { SessionCache, SessionCredential } from '../identity/session-cache.js';
 import { sealSessionCookie, sessionCookieName, setCookieValue } from '../identity/session.js';
 import { deniedPage, errorPage, notSignedInPage, sessionPage, signedOutPage, signOutPage, type Page } from './pages.js';
-import { TRANSACTION_MAX_AGE_SECONDS, transactionCookieName, type RelyingParty } from './relying-party.js';
+import { transactionCookieName, type RelyingParty } from './relying-party.js';
 
 export interface SignInRoutesOptions {
   readonly rp: RelyingParty;
@@ -89,7 +89,7 @@ class Handlers {
     if (begun === undefined) {
       return send(res, errorPage(503, 'Sign-in is unavailable', 'The sign-in provider cannot be reached right now; access with a token still works. Try again in a minute.', `/authz/sign-in?rd=${encodeURIComponent(rd)}`));
     }
-    res.append('Set-Cookie', setCookieValue(transactionCookieName(this.secure), begun.transaction, { secure: this.secure, maxAgeSeconds: TRANSACTION_MAX_AGE_SECONDS }));
+    res.append('Set-Cookie', begun.setCookie);
     res.set('Cache-Control', 'no-store').set('Referrer-Policy', 'no-referrer').redirect(302, begun.location);
   }
 

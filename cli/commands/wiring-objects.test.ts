@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { removeDir, repoRoot, svc, tempDir } from '../../test/cli/harness.js';
+import { ANSWER_HEADERS } from '../../core/index.js';
 import { CHART_DEFAULTS, wiringObjects, type KubeObject, type WiringValues } from './wiring-objects.js';
 import { mergeValues, PATTERNS, wiringValues } from './wiring-values.js';
 import { routesOf } from './wiring.js';
@@ -86,7 +87,7 @@ describe('the objects', () => {
 
   it('traefik: ForwardAuth passes the session headers and the method overrides, and nothing of the answer but the two X-Auth-Request-*', () => {
     const fa = (find(wiringObjects(protect({ controller: 'traefik' }), 'svc'), 'Middleware').spec as { forwardAuth: Record<string, unknown> }).forwardAuth;
-    expect(fa).toMatchObject({ trustForwardHeader: false, authResponseHeaders: ['X-Auth-Request-Scope', 'X-Auth-Request-Token-Id'] });
+    expect(fa).toMatchObject({ trustForwardHeader: false, authResponseHeaders: [...ANSWER_HEADERS] });
     expect(fa.authRequestHeaders).toEqual(['Authorization', 'X-HTTP-Method-Override', 'X-HTTP-Method', 'X-Method-Override', 'Cookie', 'Accept', 'Sec-Fetch-Mode', 'Sec-Fetch-Site', 'Sec-Fetch-Dest', 'Origin']);
   });
 

@@ -5,6 +5,8 @@
  * the defaults and patterns below against the chart's values.yaml and values.schema.json. Pure: no I/O.
  */
 
+import { ANSWER_HEADERS } from '../../core/index.js';
+
 export const CONTROLLERS = ['none', 'ingress-nginx', 'traefik', 'envoy-gateway', 'gateway-api'] as const;
 export type Controller = (typeof CONTROLLERS)[number];
 
@@ -69,7 +71,8 @@ export interface KubeObject {
 const AUTH_NAME = 'svc-auth';
 /** svc.wiringLabels: no release or tool names, so the chart and this print the very same objects. */
 const LABELS = { 'app.kubernetes.io/name': 'svc', 'app.kubernetes.io/part-of': 'svc-access-control', 'app.kubernetes.io/component': 'wiring' } as const;
-const RESPONSE_HEADERS = ['X-Auth-Request-Scope', 'X-Auth-Request-Token-Id'];
+/** The answer headers, copied to the backend over any copy a client sent (core/answer-headers.ts). */
+const RESPONSE_HEADERS: readonly string[] = ANSWER_HEADERS;
 /** The client headers svc-auth reads besides the credentials: the method overrides and a browser session's. */
 const CLIENT_HEADERS = ['X-HTTP-Method-Override', 'X-HTTP-Method', 'X-Method-Override', 'Cookie', 'Accept', 'Sec-Fetch-Mode', 'Sec-Fetch-Site', 'Sec-Fetch-Dest', 'Origin'];
 const SIGN_IN_PATHS = ['/authz/sign-in', '/authz/callback', '/authz/sign-out', '/authz/v1/session', '/authz/v1/protected'];

@@ -4,8 +4,9 @@
  * Clients are bound to loopback source addresses: 127.0.0.2 is in the scope's network, 127.0.0.3 is not. A client's
  * own address headers (X-Real-IP, X-Forwarded-For, Forwarded, X-Client-IP) naming the allowed address never grant;
  * an nginx auth cache with the documented key never hands a network's allow to another address; a load balancer in
- * front (a second nginx) with --trusted-proxy-hops 1 grants by the address the balancer saw; removing the network
- * revokes.
+ * front (a second nginx) with --trusted-proxy-hops 1 grants by the address the balancer saw; Traefik behind a TCP
+ * balancer speaking the PROXY protocol (nginx's stream module) grants by the address the balancer saw and keeps no
+ * target header a client wrote; removing the network revokes.
  */
 import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,11 +18,9 @@ import { exampleNginxConf } from './support/nginx-example.js';
 import { rawRequest, type RawResponse } from './support/net.js';
 import { manifestFile, newToken, tokenRecord } from './support/scopes.js';
 import { SvcAuth } from './support/svc-auth.js';
-import { startTraefik, traefikDynamic, traefikStatic } from './support/traefik.js';
-import { ensureEnvoy, envoyConfig, replaceExact } from './support/envoy.js';
-import { spawnSync } from 'node:child_process';
-import { ensureTraefik } from '../controlplane/assets.js';
-import { Supervised } from '../support/process.js';
+import { startTraefik } from './support/traefik.js';
+import { httpBalancer, ingressNginxBehindBalancer, proxyProtocolBalancer, startEnvoyBehindBalancer, startTraefikBehindBalancer } from './support/balancers.js';
+import type { Supervised } from '../support/process.js';
 import { startEnvoy } from './support/envoy.js';
 import { freePorts, httpGet } from '../support/ports.js';
 import { waitUntil } from '../support/wait.js';
@@ -86,59 +85,11 @@ function extraServers(): string {
             proxy_cache_lock on;
         }
     }
-    # A load balancer in front of the controller: it appends the peer it saw to X-Forwarded-For.
-    server {
-        listen 127.0.0.1:${p.lb};
-        location / {
-            proxy_pass http://127.0.0.1:${p.controller};
-            proxy_set_header Host $http_host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-        }
-    }
-    # A load balancer in front of the second Traefik, which trusts it (forwardedHeaders.trustedIPs).
-    server {
-        listen 127.0.0.1:${p.lbTraefik};
-        location / {
-            proxy_pass http://127.0.0.1:${p.traefikHops};
-            proxy_set_header Host $http_host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-        }
-    }
-    # A load balancer in front of the second Envoy (xff_num_trusted_hops: 1).
-    server {
-        listen 127.0.0.1:${p.lbEnvoy};
-        location / {
-            proxy_pass http://127.0.0.1:${p.envoyHops};
-            # Envoy refuses HTTP/1.0, nginx's default towards an upstream.
-            proxy_http_version 1.1;
-            proxy_set_header Host $http_host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-        }
-    }
+    # A load balancer in front of the controller, and one in front of the second Envoy (xff_num_trusted_hops: 1).
+${httpBalancer(p.lb, p.controller)}${httpBalancer(p.lbEnvoy, p.envoyHops)}
     # The controller behind it: trusts the balancer (127.0.0.1) only, as ingress-nginx with use-forwarded-headers and
     # proxy-real-ip-cidr does, and asks the svc-auth started with --trusted-proxy-hops 1.
-    server {
-        listen 127.0.0.1:${p.controller};
-        server_name ${HOST};
-        set_real_ip_from 127.0.0.1;
-        real_ip_header X-Forwarded-For;
-        real_ip_recursive on;
-        location /data/ {
-            auth_request /_svc_auth;
-            root ${waf.root};
-        }
-        location = /_svc_auth {
-            internal;
-            proxy_pass http://127.0.0.1:${p.auth1}/authz/auth-request;
-            proxy_pass_request_body off;
-            proxy_set_header Content-Length "";
-            proxy_set_header X-Original-URL $scheme://$http_host$request_uri;
-            proxy_set_header X-Original-Method $request_method;
-            proxy_set_header X-Real-IP $remote_addr;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-        }
-    }
-`;
+${ingressNginxBehindBalancer({ listen: p.controller, auth: p.auth1, oapi: p.oapi }, waf.root, HOST)}`;
 }
 
 beforeAll(async () => {
@@ -153,16 +104,17 @@ beforeAll(async () => {
   ports = Object.fromEntries(PORTS.map((n, i) => [n, free[i]!])) as Record<PortName, number>;
   writeScope([`${ALLOWED}/32`]);
   svcAuth = new SvcAuth({ scopesDir, port: ports.auth, metricsPort: ports.metrics, extraArgs: ['--log-level', 'debug'], secrets: [token] });
+  // For the balancers that append to X-Forwarded-For (in front of nginx and Envoy); Traefik's speaks the PROXY protocol.
   svcAuthHops = new SvcAuth({ scopesDir, port: ports.auth1, metricsPort: ports.metrics1, extraArgs: ['--trusted-proxy-hops', '1'], secrets: [token] });
   await svcAuth.start();
   await svcAuthHops.start();
   const p = ports;
-  nginx = await Nginx.start(binary, join(base, 'nginx'), exampleNginxConf(join(base, 'nginx'), { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, waf.root, extraServers()), [p.nginx, p.waf, p.cache, p.lb, p.controller, p.lbTraefik, p.lbEnvoy]);
+  nginx = await Nginx.start(binary, join(base, 'nginx'), exampleNginxConf(join(base, 'nginx'), { listen: p.nginx, waf: p.waf, auth: p.auth, oapi: p.oapi }, waf.root, extraServers(), proxyProtocolBalancer(p.lbTraefik, p.traefikHops)), [p.nginx, p.waf, p.cache, p.lb, p.controller, p.lbTraefik, p.lbEnvoy]);
   const backends = { auth: p.auth, waf: p.waf, oapi: p.oapi };
   traefik = await startTraefik(base, { ...backends, listen: p.traefik });
   envoy = await startEnvoy(base, { ...backends, listen: p.envoy });
   envoyHops = await startEnvoyBehindBalancer(join(base, 'envoy-hops'), { ...backends, auth: p.auth1, listen: p.envoyHops });
-  traefikHops = await startTraefikBehindBalancer(join(base, 'traefik-hops'), { ...backends, auth: p.auth1, listen: p.traefikHops });
+  traefikHops = await startTraefikBehindBalancer(join(base, 'traefik-hops'), { ...backends, listen: p.traefikHops });
   for (const proxy of ['traefik', 'envoy', 'lbTraefik', 'lbEnvoy'] as const) {
     await waitUntil(async () => (await get(proxy, ALLOWED).catch(() => ({ status: 0 }))).status === 200, { what: `${proxy} to route a network-granted request`, timeoutMs: 30_000, intervalMs: 200 });
   }
@@ -178,33 +130,6 @@ afterAll(async () => {
   await svcAuth?.stop();
   if (base && process.env.SVC_E2E_KEEP !== '1') rmSync(base, { recursive: true, force: true });
 });
-
-/**
- * deploy/traefik's example behind one load balancer: the entry point trusts the balancer's X-Forwarded-For
- * (forwardedHeaders.trustedIPs) and ForwardAuth passes the chain on (trustForwardHeader: true), asking the svc-auth
- * started with --trusted-proxy-hops 1.
- */
-async function startTraefikBehindBalancer(dir: string, b: { listen: number; auth: number; waf: number; oapi: number }): Promise<Supervised> {
-  mkdirSync(dir, { recursive: true });
-  const dynamicFile = join(dir, 'traefik-dynamic.yaml');
-  const staticFile = join(dir, 'traefik.yaml');
-  writeFileSync(dynamicFile, replaceExact(traefikDynamic(b), 'trustForwardHeader: false', 'trustForwardHeader: true', 'deploy/traefik/dynamic.yaml'));
-  const listen = `address: "127.0.0.1:${b.listen}"`;
-  writeFileSync(staticFile, replaceExact(traefikStatic(b, dynamicFile), listen, `${listen}\n    forwardedHeaders:\n      trustedIPs: ["127.0.0.1/32"]`, 'deploy/traefik/traefik.yaml'));
-  return Supervised.start('traefik', await ensureTraefik(), [`--configFile=${staticFile}`], { ports: [b.listen] });
-}
-
-/** deploy/gateway-api/envoy.yaml behind one load balancer: `xff_num_trusted_hops: 1`, asking the svc-auth with --trusted-proxy-hops 1. */
-async function startEnvoyBehindBalancer(dir: string, b: { listen: number; auth: number; waf: number; oapi: number }): Promise<Supervised> {
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'envoy.yaml');
-  writeFileSync(file, replaceExact(envoyConfig(b), 'use_remote_address: true\n', 'use_remote_address: true\n                xff_num_trusted_hops: 1\n', 'deploy/gateway-api/envoy.yaml'));
-  const binary = await ensureEnvoy();
-  const args = ['-c', file, '--log-level', 'error', '--base-id', String(b.listen), '--concurrency', '1'];
-  const check = spawnSync(binary, [...args, '--mode', 'validate'], { encoding: 'utf8' });
-  if (check.status !== 0) throw new Error(`envoy rejected the config:\n${check.stdout}${check.stderr}`);
-  return Supervised.start('envoy', binary, args, { ports: [b.listen] });
-}
 
 function get(port: PortName, from: string, headers: readonly (readonly [string, string])[] = [], target: string = WAF.topicFile): Promise<RawResponse> {
   return rawRequest(ports[port], { target, host: HOST, headers, localAddress: from });
@@ -262,12 +187,24 @@ suite('network grants through the real proxies', () => {
     await balancerEntryGrantsOnly('lb');
   });
 
-  it('Traefik behind a load balancer, --trusted-proxy-hops 1: the balancer\'s entry grants, a client-forged one never', async () => {
+  it('Traefik behind a PROXY-protocol balancer: the address the balancer saw grants, a client-forged one never', async () => {
     await balancerEntryGrantsOnly('lbTraefik');
-    // Straight to that Traefik, not through the balancer: the client's X-Forwarded-For is dropped (it is not trusted),
-    // so the chain is one entry short and network grants are off.
-    expect((await get('traefikHops', ALLOWED)).status).toBe(401);
+    // Straight to that Traefik, not through the balancer: a connection from an address outside proxyProtocol.trustedIPs
+    // keeps its own peer address, which is the client's; a PROXY header it writes itself is not taken.
+    expect(gotFile(await get('traefikHops', ALLOWED))).toBe(true);
     expect((await get('traefikHops', OTHER, [['X-Forwarded-For', ALLOWED]])).status).toBe(401);
+  });
+
+  it('Traefik behind a PROXY-protocol balancer keeps no target header a client wrote (issue 37, finding 1)', async () => {
+    // The setup docs/access-rules.md prescribed before (forwardedHeaders.trustedIPs + trustForwardHeader: true) served
+    // the closed file for X-Forwarded-Uri naming an open one, and let a stations POST pass as a GET.
+    for (const forged of [[['X-Forwarded-Uri', WAF.openTopicFile]], [['X-Forwarded-Uri', WAF.openTopicFile], ['X-Forwarded-Host', HOST], ['X-Forwarded-Proto', 'https'], ['X-Forwarded-Method', 'GET']]] as const) {
+      const r = await get('lbTraefik', OTHER, forged);
+      expect(r.status).toBe(401);
+      expect(r.body.includes(waf.markers.topicFile)).toBe(false);
+    }
+    const post = await rawRequest(ports.lbTraefik, { method: 'POST', target: '/oapi/collections/stations/items', host: HOST, headers: [['Content-Type', 'application/geo+json'], ['X-Forwarded-Method', 'GET']], body: '{}', localAddress: OTHER });
+    expect(post.status).toBe(401);
   });
 
   it('Envoy behind a load balancer, xff_num_trusted_hops 1 and --trusted-proxy-hops 1: the balancer\'s entry grants, a client-forged one never', async () => {

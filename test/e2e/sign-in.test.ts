@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dumpManifests, formatGeneratedToken, hashToken, newProtectedScope, scopeObjectName, tokenIdOf, type Subject } from '../../core/index.js';
 import { parseSessionKeys, sealSession, SESSION_COOKIE_INSECURE } from '../../authz/identity/session.js';
+import { TRANSACTION_COOKIE_INSECURE } from '../../authz/sign-in/relying-party.js';
 import { buildWafTree, PROCESSES, TOPIC, WAF, type WafTree } from './support/fixtures.js';
 import { freePorts } from '../support/ports.js';
 import { waitUntil } from '../support/wait.js';
@@ -190,9 +191,56 @@ suite('browser sign-in through nginx, two svc-auth replicas and a real OpenID pr
     }
   });
 
+  it('--session-max-age applies to sessions already issued: one sealed for 8h, 2h ago, is expired under the replicas\' 1h', async () => {
+    const identity = { issuer: idp.issuer, user: 'alice@example.org', groups: [] };
+    const old = await sealSession(parseSessionKeys(oldKey), identity, { maxAgeMs: 8 * 3600_000, now: Date.now() - 2 * 3600_000 });
+    const recent = await sealSession(parseSessionKeys(oldKey), identity, { maxAgeMs: 8 * 3600_000, now: Date.now() - 30 * 60_000 });
+    // Twice per replica (round robin): `recent` is then served from each replica's opened sessions, and `old`, never
+    // kept, is opened and refused again.
+    for (let i = 0; i < 4; i++) {
+      const refused = await get(`${ext}${WAF.topicFile}`, withSession(old, { accept: 'text/html', 'sec-fetch-mode': 'navigate' }));
+      expect(refused.status).toBe(302);
+      expect(refused.headers.get('location')).toContain('/authz/sign-in?rd=');
+      expect((await get(`${ext}${WAF.topicFile}`, withSession(recent, FETCH))).status).toBe(200);
+    }
+  });
+
   it('rd to another host lands on the external URL\'s home', async () => {
     const { landed } = await signIn('alice', `${ext}/authz/sign-in?rd=${encodeURIComponent('https://evil.example/phish')}`);
     expect(landed.url).toBe(`${ext}/`);
+  });
+
+  it('rd naming svc-auth\'s own steps in another spelling (case, percent-encoding, doubled slashes) lands on home, not back in the flow', async () => {
+    // nginx decodes /authz/sign%2Din to choose its location and passes it on as sent; Express routes /AUTHZ/CALLBACK.
+    for (const rd of [`${ext}/AUTHZ/SIGN-IN?rd=%2F`, `${ext}/Authz/Callback`, `${ext}/authz/sign%2Din?rd=%2F`, `${ext}//authz/callback`]) {
+      const { landed, value } = await signIn('alice', `${ext}/authz/sign-in?rd=${encodeURIComponent(rd)}`);
+      expect([rd, landed.url]).toEqual([rd, `${ext}/`]);
+      expect(value).toBeDefined();
+    }
+  });
+
+  it('a sign-in from a URL too long for the sign-in cookie finishes through nginx, on that page without its query', async () => {
+    // The closed file with a long query (static files ignore it): nginx's redirect to sign in, the provider, back.
+    const from = (n: number) => `${ext}${WAF.topicFile}?bbox=`.padEnd(n, '7');
+    const transactionOf = (landed: { hops: readonly { url: string; headers: Headers }[] }) =>
+      landed.hops.find((h) => h.url.startsWith(`${ext}/authz/sign-in`))!.headers.getSetCookie().find((c) => c.startsWith(`${TRANSACTION_COOKIE_INSECURE}=`))!;
+    // 3,582 characters (the review's: a 5,268-byte cookie the browser dropped) and 2,600 (a cookie browsers keep, in
+    // an answer too large for nginx's 4 KiB buffer: a 502): both land on the file, without the query.
+    // 4,000: nginx's redirect itself (X-Svc-Sign-In naming the whole URL) would pass 4 KiB of answer headers (a 502
+    // before the sign-in starts): it names the page without its query.
+    for (const n of [4000, 3582, 2600]) {
+      const { landed, value } = await signIn('alice', from(n));
+      expect(Buffer.byteLength(transactionOf(landed))).toBeLessThanOrEqual(4096);
+      expect([n, landed.hops.find((h) => h.url.startsWith(`${ext}/authz/callback`))?.status]).toEqual([n, 302]);
+      expect(value).toBeDefined();
+      expect(landed.url).toBe(`${ext}${WAF.topicFile}`);
+      expect(landed.body).toContain(waf.markers.topicFile);
+    }
+    // 1,900 characters fit: kept whole, query and all.
+    const { landed, value } = await signIn('alice', from(1900));
+    expect(value).toBeDefined();
+    expect(landed.url).toBe(from(1900));
+    expect(landed.body).toContain(waf.markers.topicFile);
   });
 
   it('the decision endpoints are not on the public route (only the sign-in paths and the public list are)', async () => {

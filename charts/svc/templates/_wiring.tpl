@@ -45,13 +45,13 @@ nginx.ingress.kubernetes.io/auth-proxy-set-headers: {{ printf "%s/%s" (include "
 nginx.ingress.kubernetes.io/auth-cache-key: "$request_method $request_uri $http_authorization $arg_token"
 nginx.ingress.kubernetes.io/auth-cache-duration: {{ printf "200 202 %ds, 401 403 0s" (int .Values.auth.cacheMaxAge) | quote }}
 {{- end }}
-nginx.ingress.kubernetes.io/auth-response-headers: "X-Auth-Request-Scope, X-Auth-Request-Token-Id"
+nginx.ingress.kubernetes.io/auth-response-headers: "X-Auth-Request-Scope, X-Auth-Request-Token-Id, X-Auth-Request-User, X-Auth-Request-Group, X-Auth-Request-Network, X-Svc-Sign-In, X-Svc-Denied"
 {{- end -}}
 
 {{/* The ConfigMap auth-proxy-set-headers names: the headers ingress-nginx sets on the auth subrequest. */}}
 {{- define "svc.authHeadersName" -}}svc-auth-request-headers{{- end -}}
 
-{{/* Traefik's forwardAuth: the headers svc-auth reads go to it, nothing of its answer but the two X-Auth-Request-*. */}}
+{{/* Traefik's forwardAuth: the headers svc-auth reads go to it; of its answer only the answer headers (X-Auth-Request-*, X-Svc-*), which replace a client's copies. */}}
 {{- define "svc.forwardAuth" -}}
 address: {{ printf "%s/authz/forward-auth" (include "svc.authURL" .) }}
 trustForwardHeader: false
@@ -69,6 +69,11 @@ authRequestHeaders:
 authResponseHeaders:
   - X-Auth-Request-Scope
   - X-Auth-Request-Token-Id
+  - X-Auth-Request-User
+  - X-Auth-Request-Group
+  - X-Auth-Request-Network
+  - X-Svc-Sign-In
+  - X-Svc-Denied
 maxResponseBodySize: 4096
 {{- end -}}
 
@@ -91,6 +96,11 @@ http:
   headersToBackend:
     - x-auth-request-scope
     - x-auth-request-token-id
+    - x-auth-request-user
+    - x-auth-request-group
+    - x-auth-request-network
+    - x-svc-sign-in
+    - x-svc-denied
 headersToExtAuth:
   - authorization
   - x-forwarded-for
@@ -127,6 +137,11 @@ externalAuth:
     allowedResponseHeaders:
       - X-Auth-Request-Scope
       - X-Auth-Request-Token-Id
+      - X-Auth-Request-User
+      - X-Auth-Request-Group
+      - X-Auth-Request-Network
+      - X-Svc-Sign-In
+      - X-Svc-Denied
 {{- end -}}
 
 {{/* svc-auth's pages on the data hosts: the public list, and the sign-in paths with auth.signIn on (each exact). */}}

@@ -1,5 +1,5 @@
 // The plain-HTTP browser's cookie jar keeps what a browser keeps for these suites: per host whatever the port,
-// deletions, and (for the session cookie a sign-in leaves) the origin that set each.
+// deletions, no cookie over 4,096 bytes, and (for the session cookie a sign-in leaves) the origin that set each.
 import { describe, it, expect } from '@jest/globals';
 import { CookieJar } from './browserless.js';
 
@@ -16,6 +16,13 @@ describe('CookieJar', () => {
     jar.take(rp, answer('csrf=a; Path=/', 'gone=b; Path=/', 'kept=c; Path=/'));
     jar.take(rp, answer('csrf=; Path=/; Max-Age=0', 'gone=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT', 'kept=d; Path=/; Max-Age=60'));
     expect(jar.setBy('http://127.0.0.1:3')).toBe('kept=d');
+  });
+
+  it('ignores a cookie whose name and value exceed 4,096 bytes, as browsers do (attributes do not count)', () => {
+    const jar = new CookieJar();
+    const rp = 'http://127.0.0.1:3/authz/sign-in';
+    jar.take(rp, answer(`fits=${'a'.repeat(4092)}; Path=/; Max-Age=600; HttpOnly; SameSite=Lax`, `over=${'b'.repeat(4093)}; Path=/`));
+    expect(jar.namesSetBy('http://127.0.0.1:3')).toEqual(['fits']);
   });
 
   it('says which origin set what: cookies ignore ports, the jar remembers them', () => {

@@ -4,8 +4,9 @@
  * as a browser does, and submitting the test provider's login form (./oidc-provider.ts) when it appears. The real
  * browser (Chromium) drives Keycloak in the other suites; this one is fast enough to run many cases.
  *
- * Cookies are kept per host name, whatever the port, as browsers keep them; Max-Age=0 removes one. Paths and
- * Secure are not modelled (everything here is http on 127.0.0.1).
+ * Cookies are kept per host name, whatever the port, as browsers keep them; Max-Age=0 removes one, and one whose
+ * name and value exceed 4,096 bytes is ignored, as browsers ignore it. Paths and Secure are not modelled (everything
+ * here is http on 127.0.0.1).
  */
 
 import { request as httpRequest } from 'node:http';
@@ -64,9 +65,12 @@ export class CookieJar {
       const eq = pair.indexOf('=');
       if (eq <= 0) continue;
       const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      // Browsers ignore a cookie whose name and value exceed 4,096 bytes, without a word (RFC 6265bis).
+      if (Buffer.byteLength(name) + Buffer.byteLength(value) > 4096) continue;
       const cleared = attrs.some((a) => /^\s*max-age\s*=\s*0\s*$/i.test(a)) || attrs.some((a) => /^\s*expires\s*=/i.test(a) && Date.parse(a.split('=')[1]!) < Date.now());
       if (cleared) jar.delete(name);
-      else jar.set(name, { value: pair.slice(eq + 1).trim(), origin });
+      else jar.set(name, { value, origin });
     }
   }
 

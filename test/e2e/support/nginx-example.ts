@@ -27,7 +27,7 @@ export function nginxExample(p: ExamplePorts, wafRoot: string): string {
 }
 
 /** The whole nginx.conf: the example included in http {}, plus the plain WAF server and any `extraServers`. */
-export function exampleNginxConf(prefix: string, p: ExamplePorts, wafRoot: string, extraServers = ''): string {
+export function exampleNginxConf(prefix: string, p: ExamplePorts, wafRoot: string, extraServers = '', stream?: string): string {
   return mainConf(prefix, `    # --- deploy/nginx/svc-auth.conf ---
 ${nginxExample(p, wafRoot)}
     # --- the WAF as a plain static backend (for Traefik and Envoy) ---
@@ -37,5 +37,5 @@ ${nginxExample(p, wafRoot)}
             root ${wafRoot};
         }
     }
-${extraServers}`, { errorLevel: 'warn', workerConnections: 1024 });
+${extraServers}`, { errorLevel: 'warn', workerConnections: 1024, ...(stream === undefined ? {} : { stream }) });
 }

@@ -8,7 +8,13 @@ import { Supervised } from '../../support/process.js';
  * child with everything (config, pid, logs, temp files) inside a temporary prefix.
  */
 export const NGINX_PACKAGE = 'nginx';
-export const NGINX_INSTALL_COMMAND = `apt-get update && apt-get install -y ${NGINX_PACKAGE}`;
+/**
+ * nginx's stream module (a TCP load balancer that speaks the PROXY protocol): the balancer in front of Traefik in the
+ * suites of the prescribed configurations (docs/access-rules.md, "Load balancers in front of the proxy").
+ */
+export const STREAM_MODULE_PACKAGE = 'libnginx-mod-stream';
+export const STREAM_MODULE = '/usr/lib/nginx/modules/ngx_stream_module.so';
+export const NGINX_INSTALL_COMMAND = `apt-get update && apt-get install -y ${NGINX_PACKAGE} ${STREAM_MODULE_PACKAGE}`;
 
 const CANDIDATES = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx'];
 
@@ -41,7 +47,7 @@ export type NginxPlan =
 
 export function nginxPlan(): NginxPlan {
   const binary = findNginx();
-  if (binary) return { action: 'use', binary };
+  if (binary && existsSync(STREAM_MODULE)) return { action: 'use', binary };
   if (isRoot()) return { action: 'install' };
   const message = `nginx is not installed and this user cannot install it: run \`sudo sh -c '${NGINX_INSTALL_COMMAND}'\` (or as root: ${NGINX_INSTALL_COMMAND})`;
   if (process.env.CI !== 'true' && process.env.SVC_E2E_SKIP_NGINX === '1') return { action: 'skip', message };
@@ -53,7 +59,7 @@ export function installNginx(): string {
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const steps: [string, string[]][] = [
     ['apt-get', ['update']],
-    ['apt-get', ['install', '-y', '--no-install-recommends', NGINX_PACKAGE]],
+    ['apt-get', ['install', '-y', '--no-install-recommends', NGINX_PACKAGE, STREAM_MODULE_PACKAGE]],
   ];
   for (const [cmd, args] of steps) {
     const r = spawnSync(cmd, args, { env, encoding: 'utf8', timeout: 540_000 });
