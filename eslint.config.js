@@ -16,8 +16,34 @@ const layer = (folder, forbidden, extraPaths = []) => ({
   },
 });
 
+/**
+ * svc-auth's folders by floor, the ground first: http (the front, answers, pages), imported, sources and options import
+ * no other folder of authz/; endpoints and identity only those; telemetry and sign-in those below; pipeline everything
+ * but the server that assembles it; server.ts and main.ts stand on top. Each rule repeats the authz/ layer's own
+ * forbidden programs, since a later rule for the same files replaces an earlier one.
+ */
+function authzFloors() {
+  const floors = [['http', 'imported', 'sources', 'options.ts'], ['endpoints', 'identity'], ['telemetry', 'sign-in'], ['pipeline', 'args.ts'], ['server.ts'], ['main.ts']];
+  const pattern = (name) => (name.endsWith('.ts') ? [`**/authz/${name.replace(/\.ts$/, '.js')}`, `../${name.replace(/\.ts$/, '.js')}`, `./${name.replace(/\.ts$/, '.js')}`] : [`**/authz/${name}/*`, `../${name}/*`, `./${name}/*`]);
+  return floors.slice(0, -1).map((floor, i) => {
+    const above = floors.slice(i + 1).flat();
+    return {
+      files: floor.map((name) => (name.endsWith('.ts') ? `authz/${name}` : `authz/${name}/**/*.ts`)),
+      ignores: ['**/*.test.ts'],
+      rules: {
+        'no-restricted-imports': ['error', {
+          patterns: [
+            ...['operator', 'cli', 'test', 'bench'].map((f) => ({ group: [`**/${f}/*`, `**/${f}`], message: `authz/ may not import ${f}/ (docs/architecture.md "Source layout").` })),
+            ...above.map((name) => ({ group: pattern(name), message: `authz/${floor.join(', ')} may not import authz/${name}, a floor above it (docs/architecture.md "svc-auth inside").` })),
+          ],
+        }],
+      },
+    };
+  });
+}
+
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.cache/**', 'coverage/**', 'charts/**', '.stryker-tmp/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.cache/**', 'coverage/**', 'charts/**', '.stryker-tmp/**', 'test/differential/.legacy/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -49,5 +75,7 @@ export default tseslint.config(
   layer('k8s', ['operator', 'authz', 'cli', 'test', 'bench']),
   layer('operator', ['authz', 'cli', 'test', 'bench']),
   layer('authz', ['operator', 'cli', 'test', 'bench']),
+  // authz/'s own floors (docs/architecture.md "svc-auth inside"): a folder imports only the floors below it, never up.
+  ...authzFloors(),
   layer('cli', ['operator', 'authz', 'test', 'bench']),
 );

@@ -21,7 +21,7 @@ import type { SignInConfig } from './sign-in/config.js';
 import { RelyingParty } from './sign-in/relying-party.js';
 import { signInRouter } from './sign-in/routes.js';
 import { SessionCache } from './identity/session-cache.js';
-import { errorPage } from './sign-in/pages.js';
+import { errorPage } from './http/pages.js';
 
 export interface ServerOptions {
   readonly listen: HostPort;
@@ -194,7 +194,7 @@ function createDeciding(options: ServerOptions, cacheMaxAge: number, state: Serv
   const oidc = options.oidc && options.oidc.issuers.length > 0 ? new OidcVerifier(options.oidc, { jwksFetch: (i, ok) => metrics.jwksFetch(i, ok) }, logger) : undefined;
   // Keys are fetched in the background: svc-auth is ready without them (opaque tokens work; JWTs wait for keys).
   void oidc?.start();
-  const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers, knownJwt: oidc.known.bind(oidc) } : options.access;
+  const access = oidc ? { ...options.access, oidcIssuers: oidc.issuers } : options.access;
   const imported = new ImportedTokens(options.importedTokens ?? DEFAULT_IMPORTED_TOKENS);
   metrics.countImportedBusy(() => imported.busyRefusals);
   const signIn = createSignIn(options, oidc);

@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
 import { buildIndex, type AccessIndex } from './access-index.js';
 import { isSafeMethod } from './browser.js';
-import { decide, DEFAULT_CONFIG, type Decision, type VerifiedJwt, type VerifyJwt } from './decide.js';
+import { decide, DEFAULT_CONFIG, judgeRequest, settleRequest, type Decision, type VerifiedJwt, type VerifyJwt } from './decide.js';
 import { newProtectedScope } from './protected-scope.js';
 import type { Scope } from './scope.js';
 import { compileSnapshot } from './snapshot/compile.js';
@@ -132,21 +132,24 @@ describe('a session never grants what the same identity as a bearer JWT would no
   });
 });
 
-describe('the browser session hook (AccessConfig.browserSession)', () => {
+describe('a session as a resolved credential (settleRequest, then judgeRequest)', () => {
   const credentialArb = fc.constantFrom<string | undefined>(undefined, 'Bearer', 'Bearer ', `Bearer svc_${'x'.repeat(40)}`, 'Basic dTpw', 'Bearer a b', 'Token x');
-  it('is asked exactly when the request is governed and carries no explicit credential, and then decides', () => {
+  it('decides as decide does with the session verified; settling alone never reads a credential', () => {
     fc.assert(
       fc.property(caseArb, identityArb, methodArb, credentialArb, fc.boolean(), ([world, target], identity, method, authorization, sameOrigin) => {
         const index = indexOf(world);
-        let asked = 0;
-        const hooked = { ...DEFAULT_CONFIG, browserSession: () => (asked++, { session: asSession(identity), sameOrigin }) };
+        const settled = settleRequest(index, DEFAULT_CONFIG, { method, target, authorization });
+        // What governs a request does not depend on its credential.
+        expect(settleRequest(index, DEFAULT_CONFIG, { method, target, authorization: undefined })).toEqual(settled);
         const without = decide(index, DEFAULT_CONFIG, { method, target, authorization }, NOW);
-        const withHook = decide(index, hooked, { method, target, authorization }, NOW);
-        expect(asked).toBe(without.outcome === 'no-token' ? 1 : 0);
-        if (asked === 0) expect(withHook).toEqual(without);
-        else expect(withHook).toEqual(decide(index, DEFAULT_CONFIG, { method, target, authorization: undefined, verified: asSession(identity), sameOrigin }, NOW));
-        // A hook with no session leaves the answer as it was.
-        expect(decide(index, { ...DEFAULT_CONFIG, browserSession: () => undefined }, { method, target, authorization }, NOW)).toEqual(without);
+        if (settled.outcome !== 'governed') {
+          expect(without).toEqual(settled);
+          return;
+        }
+        const session = { kind: 'session' as const, session: asSession(identity), sameOrigin };
+        expect(judgeRequest(index, settled, session, NOW)).toEqual(decide(index, DEFAULT_CONFIG, { method, target, authorization: undefined, verified: asSession(identity), sameOrigin }, NOW));
+        // No credential judged is the anonymous decision.
+        expect(judgeRequest(index, settled, { kind: 'none' }, NOW)).toEqual(decide(index, DEFAULT_CONFIG, { method, target, authorization: undefined }, NOW));
       }),
       { numRuns: 1000 },
     );

@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { buildIndex, EMPTY_INDEX, type AccessIndex } from './access-index.js';
-import { decide, decideForScope, decideForScopeAs, DEFAULT_CONFIG, parsePrefix, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from './decide.js';
+import { decide, decideForScope, decideForScopeAs, DEFAULT_CONFIG, judgeRequest, jwtToVerify, parsePrefix, settleRequest, type AccessConfig, type Decision, type VerifiedJwt, type VerifyJwt } from './decide.js';
 import { stripOrigin } from './normalize.js';
 import { newProtectedScope } from './protected-scope.js';
 import { scopeKey, type Scope } from './scope.js';
@@ -1016,14 +1016,18 @@ describe('edges: JWTs, identities and the CLI\'s answers', () => {
     return r.value;
   })();
 
-  it('without configured issuers a JWT is a token like any other, whatever knownJwt would say', () => {
-    const noIssuers: AccessConfig = { ...DEFAULT_CONFIG, knownJwt: () => alice };
+  it('without configured issuers a JWT is a token like any other: jwtToVerify names none', () => {
     expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt))).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
-    expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt), noIssuers)).toMatchObject({ outcome: 'invalid-token', why: 'unknown' });
+    expect(jwtToVerify(DEFAULT_CONFIG, { kind: 'token', token: jwt, carrier: 'bearer' })).toBeUndefined();
+    expect(jwtToVerify({ oidcIssuers: new Set([ISSUER]) }, { kind: 'token', token: jwt, carrier: 'query' })).toEqual({ jwt, issuer: ISSUER, carrier: 'query' });
+    expect(jwtToVerify({ oidcIssuers: new Set(['https://other.example']) }, { kind: 'token', token: jwt, carrier: 'bearer' })).toBeUndefined();
   });
-  it('a JWT verified before is judged at once: no second verification', () => {
-    const config: AccessConfig = { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]), knownJwt: (value, carrier) => (value === jwt && carrier === 'bearer' ? alice : undefined) };
-    expect(ask(subjects, 'GET', OBS_FILE, bearer(jwt), config)).toMatchObject({ outcome: 'granted-identity', user: 'alice', scope: OBS });
+  it('a JWT verified before is judged at once against the settled request, as decide judges it verified', () => {
+    const config: AccessConfig = { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]) };
+    const g = settleRequest(subjects, config, { method: 'GET', target: OBS_FILE, authorization: bearer(jwt) });
+    if (g.outcome !== 'governed') throw new Error(`governed expected, got ${g.outcome}`);
+    expect(judgeRequest(subjects, g, alice, NOW)).toMatchObject({ outcome: 'granted-identity', user: 'alice', scope: OBS });
+    expect(judgeRequest(subjects, g, alice, NOW)).toEqual(decide(subjects, config, { method: 'GET', target: OBS_FILE, authorization: undefined, verified: alice }, NOW));
     expect(ask(subjects, 'GET', `${OBS_FILE}?token=${jwt}`, undefined, config)).toMatchObject({ outcome: 'verify-jwt', carrier: 'query' });
   });
   it('the verify-jwt answer carries what the second decision needs', () => {

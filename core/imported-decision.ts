@@ -5,7 +5,8 @@
  */
 import { entryOf, type AccessIndex, type IndexedScope } from './access-index.js';
 import { importedCredential, MAX_IMPORTED_TOKEN_BYTES, type ImportedCredential } from './credentials.js';
-import type { AccessConfig, Decision, VerifyJwt } from './decide.js';
+import type { AccessConfig, Decision, Governed, VerifyJwt } from './decision.js';
+import type { CredentialCarrier } from './credentials.js';
 import { matchesImported, type ImportedRecord } from './imported-hash.js';
 import { normalizeTarget } from './normalize.js';
 import { scopeKey, type Scope } from './scope.js';
@@ -24,6 +25,14 @@ export function importedCandidates(index: AccessIndex, governing: readonly Scope
     for (const record of entry.imported) if (record.expiresAt > nowMs) out.push({ entry, record });
   }
   return out;
+}
+
+/** The grant an imported record gives, shaped like a SHA-256 token's so answers, logs and caching are the same. */
+export function grantedByImported(g: Governed, c: ImportedCandidate, carrier: CredentialCarrier): Decision {
+  return {
+    outcome: 'granted', area: g.area, governing: g.governing, path: g.path, closedByDefault: g.closedByDefault,
+    scope: c.entry.scope, scopeKey: c.entry.key, tokenId: c.record.id, carrier, expiresAt: c.record.expiresAt, imported: true,
+  };
 }
 
 /**

@@ -543,7 +543,7 @@ describe('finding 10: exp has the 30 s of skew the README promises', () => {
 });
 
 describe('JWT at token speed: a JWT verified before is decided in the same pass', () => {
-  it('decide answers a known JWT with a decision, never verify-jwt', async () => {
+  it('a known JWT is judged now (the credential road\'s source 2), never verified twice', async () => {
     const { idp, keys } = await providerWith('k1');
     const v = new OidcVerifier(options(idp.issuer), { jwksFetch: () => undefined }, quiet);
     await v.start();
@@ -551,17 +551,21 @@ describe('JWT at token speed: a JWT verified before is decided in the same pass'
     const s = compileSnapshot([{ ...base, spec: { ...base.spec, subjects: [{ kind: 'Group', name: 'ops' }] } }]);
     const index = buildIndex(s.generation, s.lines);
     if (!index.ok) throw new Error(index.error);
-    const { decide } = await import('../../core/index.js');
-    const config = { ...DEFAULT_CONFIG, oidcIssuers: v.issuers, knownJwt: v.known.bind(v) };
+    const { decide, judgeRequest, settleRequest } = await import('../../core/index.js');
+    const config = { ...DEFAULT_CONFIG, oidcIssuers: v.issuers };
     const jwt = await idp.sign(keys[0]!);
     const req = { method: 'GET', target: TOPIC_FILE, authorization: `Bearer ${jwt}` };
     expect(decide(index.value, config, req, Date.now()).outcome).toBe('verify-jwt');
+    expect(v.known(jwt, 'bearer')).toBeUndefined();
     expect((await v.verify(jwt, idp.issuer)).ok).toBe(true);
-    expect(decide(index.value, config, req, Date.now())).toMatchObject({ outcome: 'granted-identity', group: 'ops' });
+    const known = v.known(jwt, 'bearer');
+    const g = settleRequest(index.value, config, req);
+    if (known === undefined || g.outcome !== 'governed') throw new Error('a verified JWT is known, and the request governed');
+    expect(judgeRequest(index.value, g, known, Date.now())).toMatchObject({ outcome: 'granted-identity', group: 'ops' });
     // Found by its tail, used only when whole: another string ending the same way is not the verified JWT.
     expect(v.known(`eyJmorged.${jwt.slice(-40)}`, 'bearer')).toBeUndefined();
     // Not past its exp (with the skew), and not under a key set that no longer holds its key.
-    expect(decide(index.value, config, req, Date.now() + 3600_000).outcome).toBe('invalid-token');
+    expect(judgeRequest(index.value, g, known, Date.now() + 3600_000).outcome).toBe('invalid-token');
     v.stop();
     await idp.stop();
   });

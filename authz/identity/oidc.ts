@@ -215,7 +215,7 @@ export class OidcVerifier {
   private cachedChars = 0;
 
   /**
-   * A JWT verified before, synchronously (decide's hook: a repeat JWT is decided in the same pass as a token).
+   * A JWT verified before, synchronously (the credential road's source 2: a repeat JWT is judged now, as a token is).
    * Only JWTs are ever kept, and every JWT starts with `eyJ` (`{"` encoded), so opaque tokens skip the lookup.
    */
   known(jwt: string, carrier: CredentialCarrier): VerifiedJwt | undefined {

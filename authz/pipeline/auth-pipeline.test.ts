@@ -161,7 +161,7 @@ describe('a decision that answers later (issue 28): a JWT\'s verification and an
     const verify = (): Promise<VerifyOutcome> => new Promise((resolve, reject) => verifications.push({ resolve, reject }));
     const handle = createAuthHandler({
       access: { ...DEFAULT_CONFIG, oidcIssuers: new Set([ISSUER]) }, state: { index: built.value, draining: false }, metrics: new AuthMetrics(), logger,
-      cacheMaxAge: 30, usage: new TokenUsage(logger, 0), refusals: new Refusals(logger, { windowMs: 0 }), oidc: { verify },
+      cacheMaxAge: 30, usage: new TokenUsage(logger, 0), refusals: new Refusals(logger, { windowMs: 0 }), oidc: { verify, known: () => undefined },
       imported: new ImportedTokens({ concurrency: 1, queue: 0, cacheSize: 10 }),
     });
     /** Asks forward-auth (its answers tell unavailable, 503, from a refusal); `status` is 0 until answered. */

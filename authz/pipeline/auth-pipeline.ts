@@ -1,21 +1,34 @@
 /**
- * The decision pipeline every auth endpoint shares: read the original request through the endpoint's
- * contract (./endpoints), decide against the index in service, verify a JWT or an imported token's hash when
- * one must be (the decision then answers later: ./exchange.ts), answer in the proxy's flavour, then record the
- * answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
+ * The decision pipeline every auth endpoint shares: read the original request through the endpoint's contract
+ * (../endpoints), settle what governs it (core: open, malformed, granted by a network, or governed), resolve and judge
+ * a governed request's credential by the one credential road (./credential-road.ts: now, or later when a JWT's
+ * signature, a session cookie or an imported token's hash must be checked first), answer in the proxy's flavour, then
+ * record the answer (./bookkeeping.ts). Nothing here depends on which proxy asked.
  */
-import { crossSiteEvidence, decide, isSafeMethod, type AccessConfig, type AccessIndex, type Decision, type VerifiedJwt, type VerifyJwt } from '../../core/index.js';
-import { readBrowserRequest } from '../sign-in/browser-request.js';
+import { crossSiteEvidence, isSafeMethod, settleRequest, type AccessConfig, type Decision } from '../../core/index.js';
 import { answerSets, sendGranted, sendGrantedIdentity, sendGrantedNetwork, sendInsufficientScope } from '../http/answers.js';
-import { Bookkeeping, keysOf, outcomeOf, type Books } from './bookkeeping.js';
+import { BrowserAnswers } from '../http/browser-answers.js';
+import { readBrowserRequest } from '../http/browser-request.js';
+import { Bookkeeping, keysOf, type Books } from './bookkeeping.js';
 import { ambiguousEndpointPath, ContractHeaders, contractFor, type Contract, type EndpointName, type Reading } from '../endpoints/index.js';
-import { decidedLater, decidedNow, type Deciding, type Described, type Exchange } from './exchange.js';
+import { decidedNow, type Asked, type Deciding, type Described, type Exchange } from './exchange.js';
 import { isToken, MAX_HEADERS_COUNT, sendAnswer, type HeadRequest, type HeadResponse } from '../http/http-front.js';
-import { ImportedCheck } from './imported-check.js';
+import { CredentialRoad } from './credential-road.js';
+import { ImportedSource } from './imported-source.js';
 import type { ImportedTokens } from '../imported/imported-tokens.js';
 import { jwtExpOf, type OidcVerifier } from '../identity/oidc.js';
+import type { SessionCache } from '../identity/session-cache.js';
 import type { ServingState } from './serving-state.js';
-import { BrowserCheck, type BrowserOptions } from './browser-check.js';
+import { SessionSource } from './session-source.js';
+
+/** Browser sign-in as the pipeline uses it: sessions as credentials (./session-source.ts), refused navigations' answers. */
+export interface BrowserOptions {
+  readonly externalUrls: readonly [string, ...string[]];
+  readonly secure: boolean;
+  readonly sessions: SessionCache;
+  /** Origins the pages' forms may post to besides svc-auth (the provider's, where sign-out continues). */
+  readonly formActions: () => readonly string[];
+}
 
 /** What the pipeline decides with, and where it records its answers (Books: metrics, logger, usage, refusals). */
 export interface AuthContext extends Books {
@@ -25,7 +38,7 @@ export interface AuthContext extends Books {
   /** Longest time, in seconds, an nginx decision cache may keep an allow (X-Accel-Expires). */
   readonly cacheMaxAge: number;
   /** The OpenID verifier when issuers are configured; `access.oidcIssuers` names the same issuers. */
-  readonly oidc?: Pick<OidcVerifier, 'verify'>;
+  readonly oidc?: Pick<OidcVerifier, 'known' | 'verify'>;
   /** Verifies tokens imported from wis2box-auth (PBKDF2), bounded and remembered; absent: they never grant. */
   readonly imported?: ImportedTokens;
   /** Browser sign-in: sessions as credentials, navigations sent to sign in; absent: neither. */
@@ -33,9 +46,6 @@ export interface AuthContext extends Books {
   /** `--trusted-proxy-hops`: load balancers in front of the proxy (authz/endpoints/client-address.ts); default 0. */
   readonly trustedProxyHops?: number;
 }
-
-/** The request as decide is asked about it: the contract's reading, and for an unsafe method its cross-site evidence. */
-type Asked = Described & { readonly crossSite?: boolean };
 
 /** No index in service yet: nothing is allowed. */
 const UNAVAILABLE: Deciding = decidedNow(null);
@@ -50,14 +60,12 @@ export function createAuthHandler(ctx: AuthContext): (req: HeadRequest, res: Hea
   return (req, res) => pipeline.handle(req, res);
 }
 
-/** One request's path through the pipeline: read, decide (now or later), answer, record. */
+/** One request's path through the pipeline: read, settle, resolve and judge (now or later), answer, record. */
 class AuthPipeline {
   private readonly answers: ReturnType<typeof answerSets>;
   private readonly books: Bookkeeping;
-  private readonly imported: ImportedCheck | undefined;
-  private readonly browser: BrowserCheck | undefined;
-  /** The configuration decide runs with: the context's, and the browser session hook when sign-in is on. */
-  private readonly access: AccessConfig;
+  private readonly road: CredentialRoad;
+  private readonly browser: BrowserAnswers | undefined;
   /** One reused reader: the handler runs to completion before the next request is read. */
   private readonly headers: ContractHeaders;
 
@@ -65,9 +73,16 @@ class AuthPipeline {
     this.headers = new ContractHeaders(ctx.trustedProxyHops ?? 0);
     this.answers = answerSets(ctx.cacheMaxAge);
     this.books = new Bookkeeping(ctx);
-    this.imported = ctx.imported && new ImportedCheck(ctx.imported, () => ctx.state.index, ctx.access);
-    this.browser = ctx.browser && new BrowserCheck(ctx.browser, ctx.access, () => ctx.state.index);
-    this.access = this.browser ? { ...ctx.access, browserSession: this.browser.hook } : ctx.access;
+    const b = ctx.browser;
+    this.browser = b && new BrowserAnswers(b);
+    this.road = new CredentialRoad({
+      access: ctx.access,
+      current: () => ctx.state.index,
+      metrics: ctx.metrics,
+      ...(ctx.oidc ? { oidc: ctx.oidc } : {}),
+      ...(b ? { sessions: new SessionSource(b) } : {}),
+      ...(ctx.imported ? { imported: new ImportedSource(ctx.imported, ctx.access) } : {}),
+    });
   }
 
   handle(req: HeadRequest, res: HeadResponse): boolean {
@@ -86,7 +101,7 @@ class AuthPipeline {
     return true;
   }
 
-  /** The decision on the request, now or (a JWT's signature, an imported token's hash to verify first) later. */
+  /** The decision on the request: settled by core, a governed one's credential resolved and judged by the road. */
   private decision(contract: Contract<EndpointName>, req: HeadRequest, x: Exchange): Deciding {
     const index = this.ctx.state.index;
     if (index === null) return UNAVAILABLE;
@@ -97,14 +112,12 @@ class AuthPipeline {
     x.reading = reading;
     if (reading.method !== null && !isToken(reading.method)) return decidedNow({ outcome: 'malformed', reason: 'no valid original method' });
     const asked = this.withCrossSite(reading, req);
-    const d = this.decide(contract, req, asked, x, index);
-    if (reading.addressProblem !== undefined) this.books.addressUntrusted(contract.endpoint, reading.addressProblem, d, index);
-    if (d.outcome === 'verify-jwt') return decidedLater(this.verifiedDecision(d, asked));
-    // No explicit credential to a closed scope and a session cookie not seen before: opened, then decided.
-    const opening = this.browser?.toOpen(d, reading, x);
-    if (opening !== undefined) return opening;
-    this.books.decidedInOnePass(d);
-    return this.imported === undefined ? decidedNow(d) : this.imported.check(d, reading, index, x.at);
+    const settled = settleRequest(index, this.ctx.access, asked);
+    const deciding = settled.outcome === 'governed' ? this.road.decide(settled, asked, req, x, index) : decidedNow(settled);
+    // A decision still to come counts as a refusal might: its credential is being checked.
+    if (reading.addressProblem !== undefined) this.books.addressUntrusted(contract.endpoint, reading.addressProblem, deciding.kind === 'now' ? deciding.decision : settled, index);
+    if (deciding.kind === 'now' && deciding.decision !== null) this.books.decidedInOnePass(deciding.decision);
+    return deciding;
   }
 
   /**
@@ -117,17 +130,6 @@ class AuthPipeline {
     return { ...reading, crossSite: crossSiteEvidence(readBrowserRequest(req.rawHeaders), this.ctx.browser?.externalUrls ?? []) };
   }
 
-  /** decide, with the browser session hook pointed at this request when sign-in is on. */
-  private decide(contract: Contract<EndpointName>, req: HeadRequest, reading: Asked, x: Exchange, index: AccessIndex): Decision | VerifyJwt {
-    if (this.browser === undefined) return decide(index, this.access, reading, x.at);
-    this.browser.begin(contract.endpoint, req, reading, x);
-    try {
-      return decide(index, this.access, reading, x.at);
-    } finally {
-      this.browser.end();
-    }
-  }
-
   /** The contract's reading of the request; a misdirected proxy is recorded. */
   private read(contract: Contract<EndpointName>, req: HeadRequest): Reading {
     // node:http keeps only the first MAX_HEADERS_COUNT header lines: a repeat past them would go unseen.
@@ -137,7 +139,7 @@ class AuthPipeline {
     return reading;
   }
 
-  /** Answers once the verification has decided; a verification that fails is an internal error, never a grant. */
+  /** Answers once the credential resolved later has been judged; a failure is an internal error, never a grant. */
   private async answerLater(x: Exchange, decision: Promise<Decision | null>): Promise<void> {
     try {
       const d = await decision;
@@ -163,24 +165,6 @@ class AuthPipeline {
     this.books.failed(x);
   }
 
-  /**
-   * The JWT path (single sign-on): verify the JWT (signature, issuer, audience, times; keys cached), then decide
-   * again with the result against the index in service *after* verification, so a subject removed meanwhile
-   * does not grant. No keys yet for the issuer: null (unavailable), never a grant; opaque tokens are unaffected.
-   */
-  private async verifiedDecision(pending: VerifyJwt, o: Asked): Promise<Decision | null> {
-    if (!this.ctx.oidc) throw new Error('a JWT to verify but no OpenID verifier configured');
-    const v = await this.ctx.oidc.verify(pending.jwt, pending.issuer);
-    const index = this.ctx.state.index;
-    let decision: Decision | null = null;
-    if (index !== null && (v.ok || v.unavailable !== true)) {
-      const verified: VerifiedJwt = v.ok ? { ...v, carrier: pending.carrier } : { ok: false, carrier: pending.carrier };
-      decision = decide(index, this.ctx.access, { method: o.method, target: o.target, authorization: o.authorization, address: o.address, crossSite: o.crossSite, verified }, Date.now());
-    }
-    this.ctx.metrics.jwtDecision(decision === null ? 'unavailable' : outcomeOf(decision), v.ok ? undefined : v.reason);
-    return decision;
-  }
-
   private answer(x: Exchange, d: Decision): void {
     const { res, answers: set } = x;
     switch (d.outcome) {
@@ -197,7 +181,7 @@ class AuthPipeline {
         return sendGrantedNetwork(res, set, d.scopeKey, d.network);
       case 'no-token': {
         const challenge = d.area === 'waf' ? set.noTokenWaf : set.noToken;
-        const view = this.browser?.view(x);
+        const view = x.browser && this.browser?.view(x.browser);
         if (view?.navigation) return this.browser!.sendSignIn(res, set, view, challenge);
         return sendAnswer(res, challenge);
       }
@@ -206,7 +190,7 @@ class AuthPipeline {
       case 'insufficient-scope':
         if (d.crossSite) return sendAnswer(res, set.crossSite);
         if (d.carrier === 'session') {
-          const view = this.browser?.view(x);
+          const view = x.browser && this.browser?.view(x.browser);
           if (view?.navigation) return this.browser!.sendDenied(res, set, view, d.user!, keysOf(d.governing));
         }
         return sendInsufficientScope(res, set, keysOf(d.governing));

@@ -5,7 +5,7 @@
  * what a decision line carries (never the raw target, a header or a credential).
  */
 import type { Logger } from 'pino';
-import { entryOf, scopeKey, type AccessIndex, type Decision, type Scope, type VerifyJwt } from '../../core/index.js';
+import { entryOf, scopeKey, type AccessIndex, type Decision, type GovernedRequest, type Scope } from '../../core/index.js';
 import { DecisionLog } from '../telemetry/decision-log.js';
 import type { AddressProblem, EndpointName, LikelyProxy } from '../endpoints/index.js';
 import type { Exchange } from './exchange.js';
@@ -107,8 +107,9 @@ function credentialOf(d: Decision | null): GrantCredential | undefined {
 }
 
 /** A decision that refused: where an address that could not be trusted may have cost a network grant. */
-function isRefusal(d: Decision | VerifyJwt): boolean {
-  return d.outcome === 'no-token' || d.outcome === 'invalid-token' || d.outcome === 'insufficient-scope' || d.outcome === 'verify-jwt';
+/** A refusal, or a governed request whose credential is still being checked (a JWT, a session, an imported hash). */
+function isRefusal(d: Decision | GovernedRequest): boolean {
+  return d.outcome === 'no-token' || d.outcome === 'invalid-token' || d.outcome === 'insufficient-scope' || d.outcome === 'governed';
 }
 
 export class Bookkeeping {
@@ -146,8 +147,8 @@ export class Bookkeeping {
    * and warned about once per endpoint and reason, when it was refused and a governing scope grants networks: only
    * there could the address have changed the answer.
    */
-  addressUntrusted(endpoint: EndpointName, problem: AddressProblem, d: Decision | VerifyJwt, index: AccessIndex): void {
-    if (!isRefusal(d) || !('governing' in d) || !d.governing.some((s) => entryOf(index, s)?.networks !== undefined)) return;
+  addressUntrusted(endpoint: EndpointName, problem: AddressProblem, d: Decision | GovernedRequest | null, index: AccessIndex): void {
+    if (d === null || !isRefusal(d) || !('governing' in d) || !d.governing.some((s) => entryOf(index, s)?.networks !== undefined)) return;
     this.books.metrics.addressUntrusted(endpoint, problem);
     const key = `address ${endpoint} ${problem}`;
     if (this.warned.has(key)) return;

@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import { cookieValue, externalOriginFor, isNavigation, safeRedirect, sameOriginEvidence, subjectGroups, type AccessIndex } from '../../core/index.js';
 import type { SessionCache, SessionCredential } from '../identity/session-cache.js';
 import { sealSessionCookie, sessionCookieName, setCookieValue } from '../identity/session.js';
-import { deniedPage, errorPage, notSignedInPage, sessionPage, signedOutPage, signOutPage, type Page } from './pages.js';
+import { deniedPage, errorPage, notSignedInPage, sessionPage, signedOutPage, signOutPage, type Page } from '../http/pages.js';
 import { transactionCookieName, type RelyingParty } from './relying-party.js';
 
 export interface SignInRoutesOptions {

@@ -1,8 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { pbkdf2Sync } from 'node:crypto';
-import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, formatImportedHash, newProtectedScope, tokenIdOf, type AccessIndex, type Decision, type Scope, type TokenRecord } from '../../core/index.js';
-import type { Deciding } from './exchange.js';
-import { ImportedCheck } from './imported-check.js';
+import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, formatImportedHash, newProtectedScope, settleRequest, tokenIdOf, type AccessIndex, type Decision, type Scope, type TokenRecord } from '../../core/index.js';
+import { CredentialRoad } from './credential-road.js';
+import { decidedNow, type Deciding } from './exchange.js';
+import { ImportedSource } from './imported-source.js';
 import { ImportedTokens } from '../imported/imported-tokens.js';
 
 // The imported-hash check gives the pipeline's one shape of a decision: now, or later when a hash is derived.
@@ -33,11 +34,14 @@ const asked = (req: { method: string; target: string }, token: string) => ({ ...
 
 function setup(index = indexOf([importedRecord(T_IMPORTED)]), options = { concurrency: 1, queue: 4, cacheSize: 10 }) {
   let current: AccessIndex | null = index;
-  const check = new ImportedCheck(new ImportedTokens(options), () => current, DEFAULT_CONFIG);
+  const source = new ImportedSource(new ImportedTokens(options), DEFAULT_CONFIG);
+  const road = new CredentialRoad({ access: DEFAULT_CONFIG, current: () => current, metrics: { jwtDecision: () => undefined }, imported: source });
   const run = (req: { method: string; target: string; authorization: string | undefined }): { d: Decision; deciding: Deciding } => {
     const d = decide(index, DEFAULT_CONFIG, req, NOW);
     if (d.outcome === 'verify-jwt') throw new Error('no JWT here');
-    return { d, deciding: check.check(d, req, index, NOW) };
+    const g = settleRequest(index, DEFAULT_CONFIG, req);
+    if (g.outcome !== 'governed') return { d, deciding: decidedNow(d) };
+    return { d, deciding: source.after(d, g, { ok: true, ...req }, index, NOW, (l) => road.judgedLater({ ok: true, ...req }, l, 'imported')) ?? decidedNow(d) };
   };
   return { run, swap: (next: AccessIndex | null) => (current = next) };
 }
@@ -47,7 +51,7 @@ async function settled(deciding: Deciding): Promise<Decision | null> {
   return deciding.kind === 'later' ? deciding.promise : deciding.decision;
 }
 
-describe('ImportedCheck: one shape for a decision now or later', () => {
+describe('ImportedSource: one shape for a decision now or later', () => {
   it('any decision but an unknown token stands, now', () => {
     const { run } = setup();
     const { d, deciding } = run({ ...PROCESS, authorization: undefined });
@@ -67,7 +71,7 @@ describe('ImportedCheck: one shape for a decision now or later', () => {
   it('a wrong token is decided later as it stood (unknown), and not remembered', async () => {
     const { run } = setup();
     const first = run(asked(PROCESS, 'wis2box-wrong-token'));
-    expect(await settled(first.deciding)).toBe(first.d);
+    expect(await settled(first.deciding)).toEqual(first.d);
     expect(run(asked(PROCESS, 'wis2box-wrong-token')).deciding.kind).toBe('later');
   });
 
@@ -83,7 +87,8 @@ describe('ImportedCheck: one shape for a decision now or later', () => {
     const revoked = setup();
     const pending = revoked.run(asked(PROCESS, T_IMPORTED));
     revoked.swap(indexOf([]));
-    expect(await settled(pending.deciding)).toBe(pending.d);
+    // Judged once more against the index in service: the scope now holds nothing, so it is closed by default.
+    expect(await settled(pending.deciding)).toMatchObject({ outcome: 'invalid-token', why: 'unknown', closedByDefault: true });
     const gone = setup();
     const pending2 = gone.run(asked(PROCESS, T_IMPORTED));
     gone.swap(null);

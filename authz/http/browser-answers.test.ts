@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { boundedLanding } from './browser-check.js';
+import { boundedLanding } from './browser-answers.js';
 
 // The landing a sign-in or "no access" answer names stays short enough for nginx's 4 KiB of answer headers.
 describe('boundedLanding', () => {
