@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Writes lib/version.ts from package.json's "version", so that the programs know their version without reading
-// package.json at run time. `npm version` runs it after the bump (package.json "version" script) and stages the file;
+// package.json at run time. `npm version` runs it after the bump (package.json "version" script), and
+// scripts/release.ts then moves the other places that name the version and stages them all with this file;
 // after a hand edit of the version, run `node scripts/write-version.mjs`. lib/version.test.ts fails while they differ.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
