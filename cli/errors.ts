@@ -1,5 +1,5 @@
 /**
- * Errors the CLI reports as one line on stderr. Exit codes (README): 0 ok, 1 a failed operation (and
+ * Errors the CLI reports as one line on stderr. Exit codes (docs/cli.md): 0 ok, 1 a failed operation (and
  * has-access-topic's "denied"), 2 a usage error. Messages never contain a token value: at most its id.
  */
 export class CliError extends Error {

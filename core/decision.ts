@@ -113,7 +113,7 @@ export type Decision =
       readonly carrier: CredentialCarrier;
       /** When the deciding token expires (ms since epoch; Infinity when never): bounds how long a proxy may cache the allow. */
       readonly expiresAt: number;
-      /** The token matched an imported (wis2box-auth) hash: svc-auth checks those apart (authz/pipeline/imported-check.ts). */
+      /** The token matched an imported (wis2box-auth) hash: svc-auth checks those apart (authz/pipeline/imported-source.ts). */
       readonly imported?: true;
     })
   | (Governed & {

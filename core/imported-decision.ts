@@ -68,7 +68,7 @@ function* entriesWithImported(index: AccessIndex): Generator<IndexedScope> {
  * The CLI's answer for a token no SHA-256 record knows (`has-access-topic`): checked synchronously against the
  * imported records, the governing scopes' first, then every other scope's, so an imported token of another scope
  * reads "another scope" as a SHA-256 one does. svc-auth never calls this: each derivation costs ~19 ms of CPU,
- * which a person running one command can spend but a server answering requests cannot (authz/pipeline/imported-check.ts).
+ * which a person running one command can spend but a server answering requests cannot (authz/pipeline/imported-source.ts).
  */
 export function decideImportedSync(index: AccessIndex, d: Decision, token: string, nowMs: number): Decision {
   if (!triesImported(d)) return d;

@@ -5,7 +5,8 @@
 //   tsx scripts/cluster.ts up --node   the same with one node (kubelet on containerd, kube-proxy, scheduler,
 //                                   controller-manager) and the image built from the Dockerfile imported into it,
 //                                   no CRDs (the chart brings them): root, Linux, the packages of test/node/README.md
-//   tsx scripts/cluster.ts down     stop it
+//   tsx scripts/cluster.ts down     stop it, and delete the kind cluster `npm run demo:cluster -- --kind` kept
+//                                   (scripts/kind-kept.ts); --control-plane-only leaves that one
 //   tsx scripts/cluster.ts status   print the state (exit 1 when not running)
 //
 // State lives in .cache/cluster/ (state.json, kubeconfig, cluster.log). The background process is
@@ -17,6 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pidAlive, pidRuns, readState, type ClusterState } from '../test/controlplane/state.js';
 import { reapNode } from '../test/node/node.js';
+import { deleteKept, readKept } from './kind-kept.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const stateDir = join(root, '.cache', 'cluster');
@@ -123,11 +125,18 @@ async function up(): Promise<number> {
   return 0;
 }
 
+/** The kind cluster a demo kept, when there is one and --control-plane-only does not leave it. */
+function downKind(): number {
+  if (process.argv.includes('--control-plane-only') || !readKept()) return 0;
+  return deleteKept(err) ? 0 : 1;
+}
+
 async function down(): Promise<number> {
+  const kind = downKind();
   const state = running();
   if (!state) {
     err('no cluster running');
-    return 0;
+    return kind;
   }
   process.kill(state.supervisorPid, 'SIGTERM');
   // A node takes longer: every pod is deleted through the kubelet before it stops.
@@ -140,7 +149,7 @@ async function down(): Promise<number> {
   }
   if (!state.existing) rmSync(join(stateDir, 'kubeconfig'), { force: true });
   err(`cluster stopped (${state.server})`);
-  return 0;
+  return kind;
 }
 
 async function status(): Promise<number> {
@@ -158,7 +167,7 @@ const commands: Record<string, () => Promise<number>> = { up, down, status };
 const cmd = process.argv[2] ?? '';
 const run = commands[cmd];
 if (!run) {
-  err('usage: tsx scripts/cluster.ts up [--node] | down | status');
+  err('usage: tsx scripts/cluster.ts up [--node] | down [--control-plane-only] | status');
   process.exit(2);
 }
 run().then((code) => process.exit(code), (e: unknown) => {

@@ -10,11 +10,12 @@
 //
 // Then it prints what to try, and stops everything it started on Ctrl-C.
 //
-//   tsx scripts/demo-cluster.ts [--keep-cluster] [--node | --kind]
+//   tsx scripts/demo-cluster.ts [--keep-cluster] [--node | --kind [--down]]
 //
 // With --node: the chart installed for real on the node of `npm run cluster:up -- --node` instead (scripts/demo-node.ts).
 // With --kind: a two-node kind cluster with the chart and Traefik, left running (test/kind/run.sh with KEEP_CLUSTER=true:
 // Docker where there is a daemon, else podman with the node image built offline; test/kind/README.md).
+// With --kind --down: that cluster deleted again (scripts/kind-kept.ts; `npm run cluster:down` does it too).
 //
 // Needs what `npm test` needs: the test binaries (built from their Go modules on first use, see
 // test/controlplane/README.md) and nginx (installed from Debian's packages when missing and run as root).
@@ -30,14 +31,17 @@ import { ensureNginx, nginxPlan } from '../test/e2e/support/nginx.js';
 import { helmBinary } from '../test/stack/helm.js';
 import { Stack } from '../test/stack/stack.js';
 import { nodeDemo } from './demo-node.js';
+import { deleteKept } from './kind-kept.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const clusterDir = join(root, '.cache', 'cluster');
 const say = (m: string) => process.stderr.write(`[demo] ${m}\n`);
 
 function clusterCommand(cmd: 'up' | 'down'): Promise<number> {
+  // down: the control plane this demo started, never a kind cluster kept by another run (cluster.ts down's default).
+  const args = cmd === 'down' ? [cmd, '--control-plane-only'] : [cmd];
   return new Promise((ok) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'cluster.ts'), cmd], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'cluster.ts'), ...args], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
     child.on('exit', (code) => ok(code ?? 1));
     child.on('error', () => ok(1));
   });
@@ -64,7 +68,14 @@ function kindDemo(): void {
 async function main(): Promise<void> {
   const keepCluster = process.argv.includes('--keep-cluster');
   if (process.argv.includes('--node')) return nodeDemo(keepCluster);
-  if (process.argv.includes('--kind')) return kindDemo();
+  if (process.argv.includes('--kind')) {
+    if (process.argv.includes('--down')) process.exit(deleteKept(say) ? 0 : 1);
+    return kindDemo();
+  }
+  if (process.argv.includes('--down')) {
+    say('--down goes with --kind (npm run demo:cluster -- --kind --down); the other demos stop on Ctrl-C');
+    process.exit(2);
+  }
   const plan = nginxPlan();
   const nginxBinary = ensureNginx(plan);
   const helm = await helmBinary();

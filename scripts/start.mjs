@@ -4,7 +4,8 @@
 // generated here and shown once in the hint (the only place its plaintext ever appears), and a closed example
 // topic whose token nobody knows. Extra arguments go to svc-auth (`npm start -- --log-level debug`); the hint
 // follows `--listen`, `--metrics-listen`, `--waf-prefix`, `--api-prefix` and `--scopes-dir` (another
-// directory, created with the example when it does not exist).
+// directory, created with the example when it does not exist), and, with the sign-in flags, says where a browser
+// signs in. svc-auth binds 127.0.0.1 unless --listen says otherwise: its own default, a bare port, is every interface.
 //
 // The token is never lost: when svc-auth stops before it is ready (a port taken, Ctrl-C), the example created by
 // this run is removed again, so the next `npm start` creates a new one and shows its token. A port already taken
@@ -78,8 +79,11 @@ function clientUrl(listen) {
   return `http://${!host || host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
 }
 
-/** Where svc-auth is, as far as known: its flags, then (better) its own start line, which names the bound ports. */
-const actual = { listen: clientUrl(given['--listen']), metrics: `${clientUrl(given['--metrics-listen'])}/metrics`, wafPrefix: given['--waf-prefix'], apiPrefix: given['--api-prefix'] };
+/**
+ * Where svc-auth is, as far as known: its flags, then (better) its own start line, which names the bound ports and,
+ * with the sign-in flags, the issuer, client and external URLs.
+ */
+const actual = { listen: clientUrl(given['--listen']), metrics: `${clientUrl(given['--metrics-listen'])}/metrics`, wafPrefix: given['--waf-prefix'], apiPrefix: given['--api-prefix'], signIn: undefined };
 
 /** svc-auth's start line ("svc-auth listening", JSON): the addresses it bound (port 0 resolved) and its prefixes. */
 function learnFrom(line) {
@@ -91,10 +95,28 @@ function learnFrom(line) {
     if (typeof l.metrics === 'string') actual.metrics = local(l.metrics);
     if (typeof l.wafPrefix === 'string') actual.wafPrefix = l.wafPrefix;
     if (typeof l.apiPrefix === 'string') actual.apiPrefix = l.apiPrefix;
+    if (l.signIn && typeof l.signIn === 'object') actual.signIn = l.signIn;
     return true;
   } catch {
     return false; // not JSON after all: the flags' values stay
   }
+}
+
+/** With the sign-in flags on: where a browser signs in, and what svc-auth alone (no proxy in front) can show it. */
+function signInLines() {
+  const s = actual.signIn;
+  if (!s) return [];
+  const origin = Array.isArray(s.externalUrls) && typeof s.externalUrls[0] === 'string' ? s.externalUrls[0].replace(/\/+$/, '') : actual.listen;
+  return [
+    `Browser sign-in is on (client ${s.clientId} of ${s.issuer}). To sign in and see who you are, open:`,
+    '',
+    `  ${origin}/authz/sign-in?rd=${encodeURIComponent(`${origin}/authz/v1/session`)}`,
+    '',
+    ...(origin === actual.listen ? [] : [`(${origin} is the first --external-url: it must reach svc-auth, which listens on ${actual.listen}.)`]),
+    `The provider must let client ${s.clientId} return to ${origin}/authz/callback. Files open through a proxy that asks`,
+    'svc-auth (deploy/ has one per proxy): npm run demo:sign-in runs Keycloak, svc-auth and nginx, with users to sign in as.',
+    '',
+  ];
 }
 
 function hint() {
@@ -107,16 +129,24 @@ function hint() {
     '',
     `svc-auth is listening on ${actual.listen} (metrics: ${actual.metrics}), over the manifests in ${shown}.`,
     '',
-    'Try:',
+    // The token first: the curl line below uses it.
+    ...(token
+      ? [`The example token for processes/svc, shown this once (only its hash is stored in ${shown}); set it in the shell you try from:`, '', `  TOKEN=${token}`, '']
+      : [`${shown} already existed, so no token was generated (its example token was shown when it was created).`,
+        `Add one now and set TOKEN to what it prints (${svc} add-token --path processes/svc), or delete ${shown}`,
+        'and run npm start again for a new example.', '']),
+    'Try (these ask svc-auth as a proxy\'s auth subrequest would):',
     `  curl -i -H 'X-Original-URI: ${waf}/2026-11-21/wis/origin/a/wis2/other/data/x.bufr4' ${url}    # open: 200`,
     `  curl -i ${process_} ${url}    # processes/svc, no token: 401`,
     `  curl -i ${process_} -H "Authorization: Bearer $TOKEN" ${url}    # with the token: 200`,
     `  curl -i -H 'X-Original-URI: ${waf}/2026-11-21/wis/origin/a/wis2/mw-met/data/core/x.bufr4' ${url}    # the example topic is closed too: 401`,
     '',
-    ...(token
-      ? [`The example token for processes/svc, shown this once (only its hash is stored in ${shown}):`, '', `  TOKEN=${token}`, '']
-      : [`${shown} already existed, so no token was generated (its example token was shown when it was created).`,
-        `Add one now (${svc} add-token --path processes/svc), or delete ${shown} and run npm start again for a new example.`, '']),
+    'A refusal says why only in svc-auth\'s log (the JSON lines in this terminal), never to the client: curl sees a bare',
+    '401 or 403. The first 20 refusals of each minute are a "decision" line each (outcome, such as no-token or',
+    'invalid-token, and the scope that decided), and a "requests refused" line sums each minute up;',
+    'npm start -- --log-level debug writes a line for every refusal and grant.',
+    '',
+    ...signInLines(),
     'Manage tokens with the svc CLI of this clone (npx svc ..., or npm link once to get svc on your PATH); svc-auth reloads by itself:',
     '',
     `  ${svc} add-token --path processes/svc       # prints a new token once`,

@@ -3,7 +3,8 @@
 // never printed by this file: the output is scrubbed before it can reach a failure message, and the token is
 // checked by its shape and by what svc-auth answers to it.
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -88,10 +89,31 @@ describe('npm start never loses its one-time token', () => {
     expect(hint).toContain(`svc-auth is listening on http://127.0.0.1:${l} (metrics: http://127.0.0.1:${m}/metrics)`);
     expect(hint).toContain(`http://127.0.0.1:${l}/authz/auth-request`);
     expect(hint).not.toContain(':8080');
+    // TOKEN is set before the curl that uses it; a refusal's reason is in the log, and the hint says where.
+    expect(hint.indexOf('TOKEN=svc_')).toBeGreaterThan(-1);
+    expect(hint.indexOf('TOKEN=svc_')).toBeLessThan(hint.indexOf('$TOKEN'));
+    expect(hint).toMatch(/curl sees a bare\s+401 or 403[\s\S]*"decision" line each[\s\S]*"requests refused"[\s\S]*npm start -- --log-level debug/);
+    expect(hint).not.toContain('Browser sign-in is on');
     const tokens = tokensIn(started.output);
     expect(tokens.length).toBe(1); // shown once, and only this one
     expect(await execute(l!)).toBe(401);
     expect(await execute(l!, tokens[0])).toBe(200);
+  }, 120_000);
+
+  it('with the sign-in flags on, the hint says where a browser signs in, for which client, and where files open', async () => {
+    const dir = join(work, 'sign-in');
+    const keys = join(work, 'session-keys');
+    writeFileSync(keys, `${randomBytes(32).toString('base64url')}\n`);
+    const [l, m] = await freePorts(2);
+    const origin = `http://127.0.0.1:${l}`;
+    // A provider nobody answers for: svc-auth starts all the same (sign-in says so until it answers).
+    const started = await startNpm(dir, ['--listen', `127.0.0.1:${l}`, '--metrics-listen', `127.0.0.1:${m}`, '--oidc-issuer', 'http://127.0.0.1:1/realms/demo',
+      '--oidc-audience', 'svc-auth', '--sign-in-client-id', 'svc-auth', '--external-url', origin, '--session-key-file', keys]);
+    const hint = scrub(started.output);
+    expect(hint).toContain('Browser sign-in is on (client svc-auth of http://127.0.0.1:1/realms/demo)');
+    expect(hint).toContain(`${origin}/authz/sign-in?rd=${encodeURIComponent(`${origin}/authz/v1/session`)}`);
+    expect(hint).toContain(`return to ${origin}/authz/callback`);
+    expect(hint).toContain('npm run demo:sign-in');
   }, 120_000);
 
   it('svc-auth stopping before it is ready removes the example it was given, so the next start shows a usable token', async () => {

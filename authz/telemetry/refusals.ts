@@ -7,7 +7,7 @@
  *
  * Why: a refusal is the one answer an outsider can ask for as often as they like. One ~260-byte info line
  * per refusal let a client spraying requests write megabytes a second; with the summary, a flood writes a
- * bounded number of lines per window whatever its rate (README "svc-auth"). Keys hold nothing a client can
+ * bounded number of lines per window whatever its rate (docs/svc-auth.md). Keys hold nothing a client can
  * multiply (issue 27): reasons come from a fixed set, the scope is a closed scope of the store or a kind label
  * (the pipeline's summaryScope), and token ids and identities are listed inside the line, never keys of their
  * own. So a window has at most endpoints × outcomes × reasons × (closed scopes + scope kinds) lines; past

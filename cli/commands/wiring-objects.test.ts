@@ -12,7 +12,7 @@ import { mergeValues, PATTERNS, wiringValues } from './wiring-values.js';
 import { routesOf } from './wiring.js';
 
 const chart = join(repoRoot, 'charts', 'svc');
-const values = load(readFileSync(join(chart, 'values.yaml'), 'utf8')) as { protect: unknown; auth: { port: number; cacheMaxAge: number; signIn: { enabled: boolean; externalURLs: string[] } } };
+const values = load(readFileSync(join(chart, 'values.yaml'), 'utf8')) as { protect: unknown; auth: { port: number; cacheMaxAge: number; signIn: { enabled: boolean; externalURLs: string[] } }; networkPolicy: Record<string, unknown> };
 const schema = JSON.parse(readFileSync(join(chart, 'values.schema.json'), 'utf8')) as { properties: Record<string, { properties: Record<string, Schema> }> };
 interface Schema { pattern?: string; properties?: Record<string, Schema>; items?: Schema }
 
@@ -26,6 +26,8 @@ describe('the chart is the one source', () => {
   it('CHART_DEFAULTS are values.yaml\'s protect and the auth values the wiring reads', () => {
     expect(CHART_DEFAULTS.protect).toEqual(values.protect);
     expect(CHART_DEFAULTS.auth).toEqual({ port: values.auth.port, cacheMaxAge: values.auth.cacheMaxAge, signIn: { enabled: values.auth.signIn.enabled, externalURLs: values.auth.signIn.externalURLs } });
+    const { metricsNamespaceSelector: _metrics, ...networkPolicy } = values.networkPolicy;
+    expect(CHART_DEFAULTS.networkPolicy).toEqual(networkPolicy);
   });
 
   it('PATTERNS are values.schema.json\'s', () => {
@@ -61,12 +63,43 @@ describe('values', () => {
     expect(() => of(over)).toThrow(message);
   });
 
+  it('says in words what a value must look like, never the regular expression', () => {
+    expect(() => of({ protect: { controller: 'traefik', hosts: [{ ...HOSTS[0], host: 'Data.example.org:443' }] } }))
+      .toThrow('protect.hosts[0].host: "Data.example.org:443" is not a host name in lower case, such as data.example.org: no scheme, port or path');
+    expect(() => of({ protect: { authURL: 'http://svc-auth:8080/authz' } })).toThrow(/protect.authURL: "http:\/\/svc-auth:8080\/authz" is not http:\/\/ or https:\/\/ and a host with an optional port, nothing after it/);
+    const path = (p: string) => [{ host: 'a.example.org', paths: [{ path: p, service: 'waf', port: 80 }] }];
+    const bad: Record<keyof typeof PATTERNS, Record<string, unknown>> = {
+      namespace: { namespace: 'Data' },
+      host: { hosts: [{ ...HOSTS[0], host: 'Bad!' }] },
+      path: { hosts: path('data') },
+      service: { hosts: [{ host: 'a.example.org', paths: [{ path: '/', service: 'Waf', port: 80 }] }] },
+      tlsSecretName: { tlsSecretName: 'Bad!' },
+      authURL: { authURL: 'svc-auth:8080' },
+      ingressClassName: { ingressNginx: { ingressClassName: 'Bad!' } },
+      entryPoint: { traefik: { entryPoints: ['bad entry'] } },
+    };
+    for (const [key, over] of Object.entries(bad)) {
+      let message = '';
+      try {
+        of({ protect: { controller: 'traefik', hosts: HOSTS, ...over } });
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      expect({ key, words: / is not [a-z]/.test(message), regex: message.includes(PATTERNS[key as keyof typeof PATTERNS]) }).toEqual({ key, words: true, regex: false });
+    }
+  });
+
   it('routes from flags, grouped by host in the order given; a host alone is its root', () => {
     expect(routesOf(['a.example.org/data=waf:80', 'b.example.org=web:8080', 'a.example.org/oapi/v1=oapi:80'], 'svc auth wiring')).toEqual([
       { host: 'a.example.org', paths: [{ path: '/data', service: 'waf', port: 80 }, { path: '/oapi/v1', service: 'oapi', port: 80 }] },
       { host: 'b.example.org', paths: [{ path: '/', service: 'web', port: 8080 }] },
     ]);
     expect(() => routesOf(['a.example.org/data=waf'], 'svc auth wiring')).toThrow(/write HOST\/PATH=SERVICE:PORT/);
+  });
+
+  it('a route written as a URL is answered in words: leave out the scheme, and what a route is', () => {
+    expect(() => routesOf(['https://data.example.org/data=waf:80'], 'svc auth wiring')).toThrow(
+      '--route https://data.example.org/data=waf:80: leave out https://: write HOST/PATH=SERVICE:PORT, e.g. data.example.org/data=waf:80: the host name alone (no scheme, no port), the path prefix it protects (none: the whole host), then the Service in the routes\' namespace and its port number');
   });
 });
 
@@ -85,7 +118,7 @@ describe('the objects', () => {
     expect(Object.keys(uncached).filter((k) => k.includes('auth-cache'))).toEqual([]);
   });
 
-  it('traefik: ForwardAuth passes the session headers and the method overrides, and nothing of the answer but the two X-Auth-Request-*', () => {
+  it('traefik: ForwardAuth passes the session headers and the method overrides, and nothing of the answer but its answer headers (X-Auth-Request-*, X-Svc-*)', () => {
     const fa = (find(wiringObjects(protect({ controller: 'traefik' }), 'svc'), 'Middleware').spec as { forwardAuth: Record<string, unknown> }).forwardAuth;
     expect(fa).toMatchObject({ trustForwardHeader: false, authResponseHeaders: [...ANSWER_HEADERS] });
     expect(fa.authRequestHeaders).toEqual(['Authorization', 'X-HTTP-Method-Override', 'X-HTTP-Method', 'X-Method-Override', 'Cookie', 'Accept', 'Sec-Fetch-Mode', 'Sec-Fetch-Site', 'Sec-Fetch-Dest', 'Origin']);
@@ -119,6 +152,7 @@ describe('svc auth wiring', () => {
       const yaml = await svc(['-n', 'svc', 'auth', 'wiring', '-f', file]);
       expect({ code: yaml.code, stderr: yaml.stderr }).toEqual({ code: 0, stderr: '' });
       expect(yaml.stdout.split('---\n').map((d) => (load(d) as KubeObject).kind)).toEqual(['Middleware', 'IngressRoute', 'IngressRoute']);
+      expect(yaml.stdout.split('\n')[0]).toBe('# svc auth wiring for traefik: what these objects assume, and what changes it.');
       const json = await svc(['auth', 'wiring', '-f', file, '--controller', 'ingress-nginx', '-o', 'json']);
       expect(json.code).toBe(0);
       expect((JSON.parse(json.stdout) as { items: KubeObject[] }).items.map((o) => o.kind)).toEqual(['Ingress', 'ConfigMap', 'Ingress']);
@@ -135,6 +169,7 @@ describe('svc auth wiring', () => {
     [['auth', 'wiring', '--controller', 'haproxy'], /argument 'haproxy' is invalid/],
     [['auth', 'wiring', '-f', '/nonexistent/values.yaml'], /-f \/nonexistent\/values.yaml: no such file/],
     [['auth', 'wiring', '--controller', 'gateway-api', '--gateway', 'eg', '--route', 'a.example.org/x=y:1'], /--gateway eg: write NAMESPACE\/NAME/],
+    [['auth', 'wiring', '--controller', 'traefik', '--route', 'https://a.example.org/x=y:1'], /--route https:\/\/a.example.org\/x=y:1: leave out https:\/\/: write HOST\/PATH=SERVICE:PORT/],
   ])('%j is a usage error (exit 2) saying what to do', async (args, message) => {
     const r = await svc(args);
     expect(r.code).toBe(2);

@@ -38,10 +38,29 @@ export interface ProtectValues {
   readonly gatewayApi: GatewayValues;
 }
 
-/** What of the chart's values the wiring reads: `protect`, and of `auth` the port, the cache age and sign-in's hosts. */
+/** The proxy pods of one controller, as `networkPolicy.controllerPods` names them. */
+export interface ControllerPods {
+  readonly namespace: string;
+  readonly podLabels: Readonly<Record<string, string>>;
+}
+
+/** The chart's `networkPolicy` values: who may reach svc-auth's port (the wiring's prerequisites say it). */
+export interface NetworkPolicyValues {
+  readonly enabled: boolean;
+  readonly ingressNamespaceSelector: Readonly<Record<string, string>>;
+  readonly proxyNamespaces: readonly string[];
+  readonly ingressPodSelector: Readonly<Record<string, string>>;
+  readonly controllerPods: Readonly<Record<Exclude<Controller, 'none'>, ControllerPods>>;
+}
+
+/**
+ * What of the chart's values the wiring reads: `protect`, of `auth` the port, the cache age and sign-in's hosts, and
+ * `networkPolicy`, which renders no object here but decides whether the controller's proxies may ask svc-auth at all.
+ */
 export interface WiringValues {
   readonly protect: ProtectValues;
   readonly auth: { readonly port: number; readonly cacheMaxAge: number; readonly signIn: { readonly enabled: boolean; readonly externalURLs: readonly string[] } };
+  readonly networkPolicy: NetworkPolicyValues;
 }
 
 /** charts/svc/values.yaml's defaults of those keys (wiring-objects.test.ts keeps the two equal). */
@@ -58,6 +77,18 @@ export const CHART_DEFAULTS: WiringValues = {
     gatewayApi: { parentRefs: [], annotations: {} },
   },
   auth: { port: 8080, cacheMaxAge: 30, signIn: { enabled: false, externalURLs: [] } },
+  networkPolicy: {
+    enabled: true,
+    ingressNamespaceSelector: { 'kubernetes.io/metadata.name': 'ingress-nginx' },
+    proxyNamespaces: [],
+    ingressPodSelector: {},
+    controllerPods: {
+      'ingress-nginx': { namespace: 'ingress-nginx', podLabels: { 'app.kubernetes.io/name': 'ingress-nginx', 'app.kubernetes.io/component': 'controller' } },
+      traefik: { namespace: 'traefik', podLabels: { 'app.kubernetes.io/name': 'traefik' } },
+      'envoy-gateway': { namespace: 'envoy-gateway-system', podLabels: { 'app.kubernetes.io/name': 'envoy', 'app.kubernetes.io/component': 'proxy', 'app.kubernetes.io/managed-by': 'envoy-gateway' } },
+      'gateway-api': { namespace: '', podLabels: {} },
+    },
+  },
 };
 
 /** One rendered object, as plain data. */

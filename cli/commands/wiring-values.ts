@@ -4,7 +4,7 @@
  * the schema's patterns (PATTERNS, kept equal to charts/svc/values.schema.json by wiring-objects.test.ts) and the
  * template's own checks (a host or a path twice). A value the chart would refuse is refused here, naming the value.
  */
-import { CHART_DEFAULTS, CONTROLLERS, type Controller, type GatewayValues, type ProtectedHost, type WiringValues } from './wiring-objects.js';
+import { CHART_DEFAULTS, CONTROLLERS, type Controller, type ControllerPods, type GatewayValues, type NetworkPolicyValues, type ProtectedHost, type WiringValues } from './wiring-objects.js';
 
 /** The schema's patterns, by the value they check. */
 export const PATTERNS = {
@@ -17,6 +17,20 @@ export const PATTERNS = {
   ingressClassName: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
   entryPoint: '^[A-Za-z0-9_-]+$',
 } as const;
+
+/** A value that does not match is refused in these words: a regular expression tells a person nothing. */
+const WORDS: Record<string, string> = {
+  [PATTERNS.namespace]: 'a namespace name: lower-case letters, digits and -, or empty',
+  [PATTERNS.host]: 'a host name in lower case, such as data.example.org: no scheme, port or path',
+  [PATTERNS.path]: 'a path prefix that starts with /, such as /data: no trailing /, query or fragment',
+  [PATTERNS.service]: 'a Service name: lower-case letters, digits and -, starting and ending with a letter or digit',
+  [PATTERNS.tlsSecretName]: 'a Secret name: lower-case letters, digits, - and dots, or empty',
+  [PATTERNS.authURL]: 'http:// or https:// and a host with an optional port, nothing after it, or empty',
+  [PATTERNS.ingressClassName]: 'an IngressClass name: lower-case letters, digits, - and dots',
+  [PATTERNS.entryPoint]: 'a Traefik entry point name: letters, digits, _ and -',
+  '.': 'a name, not empty',
+  '^https?://[^/]+$': 'http:// or https:// and a host with an optional port, no path (https://data.example.org)',
+};
 
 type Plain = Record<string, unknown>;
 const isPlain = (x: unknown): x is Plain => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -42,7 +56,8 @@ class Reader {
 
   string(value: unknown, where: string, pattern?: string, maxLength = 253): string {
     if (typeof value !== 'string') throw this.fail(`${where}: must be a string`);
-    if (value.length > maxLength || (pattern !== undefined && !new RegExp(pattern).test(value))) throw this.fail(`${where}: ${JSON.stringify(value)} does not match ${pattern ?? `at most ${maxLength} characters`}`);
+    if (value.length > maxLength) throw this.fail(`${where}: ${JSON.stringify(value)} is longer than ${maxLength} characters`);
+    if (pattern !== undefined && !new RegExp(pattern).test(value)) throw this.fail(`${where}: ${JSON.stringify(value)} is not ${WORDS[pattern] ?? `of the form ${pattern}`}`);
     return value;
   }
 
@@ -139,6 +154,24 @@ function protectOf(r: Reader, value: unknown): WiringValues['protect'] {
   };
 }
 
+function controllerPodsOf(r: Reader, value: unknown, where: string): ControllerPods {
+  const c = r.at(value, where);
+  return { namespace: r.string(c.namespace, `${where}.namespace`, PATTERNS.namespace, 63), podLabels: r.strings(c.podLabels, `${where}.podLabels`) };
+}
+
+function networkPolicyOf(r: Reader, value: unknown): NetworkPolicyValues {
+  const n = r.at(value, 'networkPolicy');
+  const pods = r.at(n.controllerPods, 'networkPolicy.controllerPods');
+  const controllers = CONTROLLERS.filter((c): c is Exclude<Controller, 'none'> => c !== 'none');
+  return {
+    enabled: r.boolean(n.enabled, 'networkPolicy.enabled'),
+    ingressNamespaceSelector: r.strings(n.ingressNamespaceSelector, 'networkPolicy.ingressNamespaceSelector'),
+    proxyNamespaces: r.list(n.proxyNamespaces, 'networkPolicy.proxyNamespaces').map((x, i) => r.string(x, `networkPolicy.proxyNamespaces[${i}]`, PATTERNS.namespace, 63)),
+    ingressPodSelector: r.strings(n.ingressPodSelector, 'networkPolicy.ingressPodSelector'),
+    controllerPods: Object.fromEntries(controllers.map((c) => [c, controllerPodsOf(r, pods[c], `networkPolicy.controllerPods.${c}`)])) as NetworkPolicyValues['controllerPods'],
+  };
+}
+
 /** The wiring's values: `files` (parsed values files, in order) merged over the chart's defaults, then checked. */
 export function wiringValues(files: readonly unknown[], fail: (message: string) => Error): WiringValues {
   const merged = files.reduce<unknown>((acc, f) => mergeValues(acc, f ?? {}), CHART_DEFAULTS);
@@ -158,5 +191,6 @@ export function wiringValues(files: readonly unknown[], fail: (message: string) 
         externalURLs: r.list(signIn.externalURLs, 'auth.signIn.externalURLs').map((u, i) => r.string(u, `auth.signIn.externalURLs[${i}]`, '^https?://[^/]+$')),
       },
     },
+    networkPolicy: networkPolicyOf(r, all.networkPolicy),
   };
 }

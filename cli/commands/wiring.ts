@@ -11,6 +11,7 @@ import { usageError } from '../errors.js';
 import { structured } from '../output.js';
 import type { CommandContext } from './common.js';
 import { CONTROLLERS, wiringObjects, type ProtectedHost } from './wiring-objects.js';
+import { wiringPrerequisites } from './wiring-prerequisites.js';
 import { wiringValues } from './wiring-values.js';
 
 export interface WiringOptions {
@@ -21,12 +22,17 @@ export interface WiringOptions {
   readonly output: 'yaml' | 'json';
 }
 
+/** What a route flag must look like, in words. */
+const ROUTE_FORM = 'HOST/PATH=SERVICE:PORT, e.g. data.example.org/data=waf:80: the host name alone (no scheme, no port), the path prefix it protects (none: the whole host), then the Service in the routes\' namespace and its port number';
+
 /** `HOST[/PATH]=SERVICE:PORT` flags as protect.hosts, grouped by host in the order given. */
 export function routesOf(flags: readonly string[], commandPath: string): ProtectedHost[] {
   const hosts = new Map<string, { path: string; service: string; port: number }[]>();
   for (const flag of flags) {
+    // A URL is what people have at hand; the route is the host and path of one, without the scheme.
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(flag)) throw usageError(`--route ${flag}: leave out ${flag.split('//')[0]}//: write ${ROUTE_FORM} (see ${commandPath} --help)`);
     const m = /^([^/=]+)(\/[^=]*)?=([^:=]+):([0-9]+)$/.exec(flag);
-    if (!m) throw usageError(`--route ${flag}: write HOST/PATH=SERVICE:PORT, e.g. data.example.org/data=waf:80 (see ${commandPath} --help)`);
+    if (!m) throw usageError(`--route ${flag}: write ${ROUTE_FORM} (see ${commandPath} --help)`);
     const [, host, path, service, port] = m as unknown as [string, string, string | undefined, string, string];
     const list = hosts.get(host) ?? hosts.set(host, []).get(host)!;
     list.push({ path: path ?? '/', service, port: Number(port) });
@@ -73,8 +79,15 @@ export async function wiring(ctx: CommandContext, releaseNamespace: string | und
   const namespace = releaseNamespace ?? 'default';
   if (releaseNamespace === undefined) ctx.io.err('svc-auth\'s namespace: default (give -n NAMESPACE, the release\'s namespace, as to helm)\n');
   const objects = wiringObjects(values, namespace);
-  ctx.io.out(opts.output === 'json'
-    ? structured('json', { apiVersion: 'v1', kind: 'List', items: objects })
-    : objects.map((o) => structured('yaml', o)).join('---\n'));
+  // From a values file the chart is installed with the same protect values; from --controller, the objects are
+  // applied by hand beside a chart installed without them. The two admit different proxies (wiring-prerequisites.ts).
+  const prerequisites = `${wiringPrerequisites(values, namespace, opts.controller === undefined).join('\n')}\n`;
+  if (opts.output === 'json') {
+    // JSON has no comments: the prerequisites go to stderr, stdout stays one List.
+    ctx.io.err(prerequisites);
+    ctx.io.out(structured('json', { apiVersion: 'v1', kind: 'List', items: objects }));
+  } else {
+    ctx.io.out(prerequisites + objects.map((o) => structured('yaml', o)).join('---\n'));
+  }
   return 0;
 }

@@ -38,7 +38,7 @@ const EXECUTION = '/oapi/processes/svc-synop2bufr/execution';
 const CLIENT_SECRET = realm.clients['svc-auth']!.secret!;
 const DOC_IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 type Who = 'alice' | 'bob' | 'carol';
-/** The screenshots' window: small enough for the README. */
+/** The screenshots' window: small enough for docs/sign-in.md. */
 const SMALL = { viewport: { width: 800, height: 560 } };
 
 /** One proxy in front of svc-auth: the origin the browser opens. */
@@ -301,7 +301,7 @@ suite('browser sign-in with Chromium and Keycloak through real nginx and real Tr
     for (const s of secrets) expect(logs.includes(s)).toBe(false);
   }, 300_000);
 
-  it('the screenshots the README shows are saved (SVC_UPDATE_SCREENSHOTS=1 copies them to docs/images)', () => {
+  it('the screenshots docs/sign-in.md shows are saved (SVC_UPDATE_SCREENSHOTS=1 copies them to docs/images)', () => {
     for (const name of ['sign-in-redirect', 'sign-in-403', 'sign-in-session']) {
       const path = screenshotPath(name);
       expect(readFileSync(path).subarray(1, 4).toString()).toBe('PNG');

@@ -13,6 +13,8 @@ import { load, loadAll } from 'js-yaml';
 import { repoRoot } from '../controlplane/controlplane.js';
 import { describeCluster, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
 import { svc } from '../cli/harness.js';
+import { admittedPeers, type Peer } from '../../cli/commands/wiring-prerequisites.js';
+import { wiringValues } from '../../cli/commands/wiring-values.js';
 import { helmBinary, helmLint, helmTemplate, ofKind, type Manifest } from '../stack/helm.js';
 import { applyManifests } from '../stack/kubectl.js';
 import { gatewayCrdsYaml, installCrdsYaml, traefikCrdsYaml } from '../stack/controller-crds.js';
@@ -117,6 +119,27 @@ describe('chart protect.* (the wiring)', () => {
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'edge' } }, podSelector: { matchLabels: { app: 'edge-traefik' } } },
       { namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['ingress-nginx'] }] } },
     ]);
+  });
+
+  /** A NetworkPolicy peer as plain data: namespaces by name (a name label is a name) or by labels, and the pods' labels. */
+  const byName = (labels: Record<string, string>) => (Object.keys(labels).join() === 'kubernetes.io/metadata.name' ? { names: [labels['kubernetes.io/metadata.name']!] } : { labels });
+  const normal = (p: Peer) => ({ namespaces: 'names' in p.namespaces ? { names: [...p.namespaces.names] } : byName({ ...p.namespaces.labels }), podLabels: { ...p.podLabels } });
+  interface From { namespaceSelector: { matchLabels?: Record<string, string>; matchExpressions?: { values: string[] }[] }; podSelector?: { matchLabels: Record<string, string> } }
+  const rendered = (f: From) => ({
+    namespaces: f.namespaceSelector.matchExpressions ? { names: f.namespaceSelector.matchExpressions[0]!.values } : byName(f.namespaceSelector.matchLabels!),
+    podLabels: f.podSelector?.matchLabels ?? {},
+  });
+
+  it.each([
+    ['the defaults, hand-wired', {}, false],
+    ['proxyNamespaces and a pod selector, hand-wired', { networkPolicy: { proxyNamespaces: ['traefik', 'kube-system'], ingressPodSelector: { app: 'edge' } } }, false],
+    ['another namespace selector, hand-wired', { networkPolicy: { ingressNamespaceSelector: { team: 'edge' } } }, false],
+    ...EXAMPLES.map((f): [string, Record<string, unknown>, boolean] => [`deploy/values/${f}`, example(f), true]),
+    ['Traefik in kube-system, moving from ingress-nginx', { ...example('traefik.yaml'), networkPolicy: { proxyNamespaces: ['ingress-nginx'], controllerPods: { traefik: { namespace: 'kube-system' } } } }, true],
+  ])('svc auth wiring\'s prerequisites name the peers the NetworkPolicy renders: %s', (_n, values, wired) => {
+    const policy = ofKind(render(values), 'NetworkPolicy', 'svc-auth')[0]!.spec as { ingress: { from: From[]; ports: { port: string }[] }[] };
+    const peers = admittedPeers(wiringValues([values], (m) => new Error(m)), 'svc', wired)!;
+    expect(peers.map(normal)).toEqual(policy.ingress.filter((i) => i.ports[0]!.port === 'http').flatMap((i) => i.from.map(rendered)));
   });
 
   it('with protect on, auth.signIn.route renders nothing: svc-auth-pages carries the sign-in paths', () => {

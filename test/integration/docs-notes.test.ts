@@ -31,6 +31,11 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   },
 };
 
+// Wired into another namespace than the release's: the prerequisites NOTES.txt says, as `svc auth wiring` does.
+const DATA_HOSTS = [{ host: 'data.example.org', paths: [{ path: '/data', service: 'waf', port: 80 }] }];
+VALUE_SETS['wired into namespace data, TLS'] = { protect: { controller: 'traefik', namespace: 'data', tlsSecretName: 'data-tls', hosts: DATA_HOSTS } };
+VALUE_SETS['wired into namespace data, a Gateway'] = { protect: { controller: 'gateway-api', namespace: 'data', hosts: DATA_HOSTS, gatewayApi: { parentRefs: [{ name: 'gw', namespace: 'gateway-system' }] } } };
+
 // The chart wired into each controller (protect.*), with deploy/'s example values.
 for (const file of ['ingress-nginx', 'traefik-ingress-nginx', 'traefik', 'envoy-gateway', 'gateway-api']) {
   VALUE_SETS[`wired (deploy/values/${file}.yaml)`] = load(readFileSync(join(CHART_DIR, '..', '..', 'deploy', 'values', `${file}.yaml`), 'utf8')) as Record<string, unknown>;
@@ -130,6 +135,16 @@ describe('the chart NOTES.txt, rendered', () => {
     const pages = m.find((o) => o.metadata.name === 'svc-auth-pages')!;
     const paths = JSON.stringify(pages.spec).match(/\/authz\/[a-z0-9/-]+/g)!;
     expect(text).toContain([...new Set(paths)].join(', '));
+  });
+
+  it('says what the wiring assumes across namespaces: the TLS Secret in both, the Gateway admitting both', () => {
+    const flat = (name: string) => notes.get(name)!.replace(/\s+/g, ' ');
+    expect(flat('wired into namespace data, TLS')).toContain('The TLS Secret data-tls (protect.tlsSecretName) must exist in both namespaces: data (the data routes) and svc (svc-auth-pages).');
+    expect(flat('wired into namespace data, a Gateway')).toContain('The Gateway gateway-system/gw must let HTTPRoutes of namespaces data and svc attach');
+    expect(flat('wired (deploy/values/traefik.yaml)')).not.toContain('must exist in both namespaces');
+    expect(flat('wired (deploy/values/traefik.yaml)')).toContain('(kube-system on k3s) fail closed until networkPolicy.controllerPods.traefik.namespace names it');
+    expect(flat('defaults')).toContain('every request through it fails closed (Traefik in traefik, or kube-system on k3s;');
+    expect(flat('defaults')).toContain('auth wiring --controller ingress-nginx');
   });
 
   it('says which namespaces reach svc-auth as the values set them, and warns when nothing restricts it', () => {

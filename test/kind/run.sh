@@ -47,11 +47,20 @@ cleanup() {
   local rc=$?
   [[ -n "${HOSTS_SYNC:-}" ]] && kill "$HOSTS_SYNC" 2>/dev/null
   if [[ "${KEEP_CLUSTER:-false}" == "true" && $rc -eq 0 ]]; then
-    cp "$KUBECONFIG" "$HERE/.kubeconfig" 2>/dev/null || true
-    printf '\nCluster "%s" kept (provider %s): export KUBECONFIG=%s\n' "$CLUSTER" "$PROVIDER" "$HERE/.kubeconfig" >&2
-    [[ "$PROVIDER" == podman ]] && printf 'Delete it with: KIND_EXPERIMENTAL_PROVIDER=podman PATH=%s:$PATH CONTAINERS_CONF=%s %s delete cluster --name %s; podman network rm %s\n' \
-      "$HERE/bin" "$HERE/.containers.conf" "$KIND" "$CLUSTER" "$KIND_EXPERIMENTAL_PODMAN_NETWORK" >&2
-    [[ "$PROVIDER" == podman ]] && cp "$CONTAINERS_CONF" "$HERE/.containers.conf" && printf \
+    # What deleting it takes (the kind binary, on podman its network, containers.conf and shim), recorded for
+    # `npm run demo:cluster -- --kind --down` and `npm run cluster:down` (scripts/kind-kept.ts), in the clone's .cache/.
+    KEPT="$ROOT/.cache/kind"
+    mkdir -p "$KEPT"
+    cp "$KUBECONFIG" "$KEPT/kubeconfig" 2>/dev/null || true
+    [[ "$PROVIDER" == podman ]] && cp "$CONTAINERS_CONF" "$KEPT/containers.conf"
+    node -e 'const [file, provider, cluster, kind, network, containersConf, path, kubeconfig] = process.argv.slice(1);
+      require("fs").writeFileSync(file, JSON.stringify({ provider, cluster, kind, network: network || undefined,
+        containersConf: containersConf || undefined, path: path || undefined, kubeconfig }, null, 2) + "\n")' \
+      "$KEPT/kept.json" "$PROVIDER" "$CLUSTER" "$KIND" "${KIND_EXPERIMENTAL_PODMAN_NETWORK:-}" \
+      "$([[ "$PROVIDER" == podman ]] && echo "$KEPT/containers.conf")" "$([[ "$PROVIDER" == podman ]] && echo "$HERE/bin")" "$KEPT/kubeconfig"
+    printf '\nCluster "%s" kept (provider %s): export KUBECONFIG=%s\n' "$CLUSTER" "$PROVIDER" "$KEPT/kubeconfig" >&2
+    printf 'Delete it with: npm run demo:cluster -- --kind --down (npm run cluster:down deletes it too)\n' >&2
+    [[ "$PROVIDER" == podman ]] && printf \
       'Through Traefik: kubectl -n traefik port-forward svc/traefik 8080:80, then curl -H "Host: %s" http://127.0.0.1:8080/oapi/collections/%s/items\n' "$HOST" "$TOPIC" >&2
   else
     if [[ -n "${KIND:-}" ]]; then

@@ -2,7 +2,7 @@
 // root), driven headless through playwright-core, which never downloads a browser of its own. Each launch starts
 // from a fresh, empty profile (Playwright's temporary user-data-dir, removed at close), and withBrowser gives each
 // caller a new context (its own cookies), closed afterwards. Screenshots go to the artifacts directory
-// (`.cache/artifacts/`, git-ignored, or SVC_ARTIFACTS_DIR), which the README shows.
+// (`.cache/artifacts/`, git-ignored, or SVC_ARTIFACTS_DIR), where docs/testing.md says they go.
 //
 // Under CI=true a missing Chromium that cannot be installed is a failure; elsewhere SVC_SKIP_BROWSER=1 turns it into
 // a skip, decided by chromiumSkipReason before any test runs.
