@@ -1,3 +1,4 @@
+// svc-auth's command line: its flags as commander declares them, parsed and checked into the configuration main.ts runs.
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';

@@ -1,3 +1,4 @@
+// svc-auth's flags turned into what the server runs with: listen addresses, the decision configuration's prefixes.
 import { parsePrefix, type AccessConfig } from '../core/index.js';
 import { parseListenAddress } from '../lib/listen-address.js';
 

@@ -1,10 +1,12 @@
+// svc-auth assembled: the auth endpoints and Express on one port, metrics on another, the snapshot source, drain.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { AccessConfig, AccessIndex } from '../core/index.js';
 import { createAuthHandler } from './pipeline/auth-pipeline.js';
-import { installFront, MAX_HEADERS_COUNT, type Front, type FrontHandler } from './http/http-front.js';
+import { MAX_HEADERS_COUNT, type FrontHandler } from './http/head.js';
+import { installFront, type Front } from './http/http-front.js';
 import { answerSets } from './http/answers.js';
 import { contractFor } from './endpoints/index.js';
 import { OidcVerifier, type OidcOptions } from './identity/oidc.js';

@@ -1,3 +1,4 @@
+// The decision index: closed scopes by kind (topic trie, dataset and path maps), their token table, subjects and networks.
 import { foldCase, isPrefixPath, scopeKey, scopeLevels, type Scope } from './scope.js';
 import { importedRecordsOf, type ImportedRecord } from './imported-hash.js';
 import { isImportedHash, IMPORTED_HASH_PATTERN } from './token.js';

@@ -7,6 +7,7 @@
 import { parseManifests } from './manifest.js';
 import { API_GROUP, KIND, validateProtectedScope, type FieldError, type ProtectedScope } from './protected-scope.js';
 import { err, ok, type Result } from './result.js';
+import { isRecord } from '../lib/is-record.js';
 
 interface ManifestDocument {
   /** The document as parsed. */
@@ -15,7 +16,6 @@ interface ManifestDocument {
   readonly object?: ProtectedScope;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The spec fields that make a document look like a ProtectedScope whatever its apiVersion and kind say. */
 const SCOPE_SHAPE = ['topicHierarchy', 'metadataId', 'tokens'];

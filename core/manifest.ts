@@ -1,3 +1,4 @@
+// YAML and JSON manifests both ways: documents parsed, and serialized with stable formatting.
 import { dump, loadAll } from 'js-yaml';
 import { err, ok, type Result } from './result.js';
 

@@ -1,9 +1,11 @@
+// The ProtectedScope resource: its types, one list of its fields, validation, and the spec edits every writer goes through.
 import { checkScope, SCOPE_FIELD, SCOPE_KINDS, type Scope, type ScopeField, type ScopeKind } from './scope.js';
 import { checkSubject, MAX_SUBJECTS_PER_OBJECT, SUBJECT_FIELDS, subjectKey, type Subject } from './subject.js';
 import { excessiveIterationsOf, HASH_PATTERN, MAX_IMPORTED_ITERATIONS, TOKEN_ID_PATTERN, tokenIdOf, type TokenHash } from './token.js';
 import { err, ok, type Result } from './result.js';
 import type { OpenOrClosed } from './scope-state.js';
 import { MAX_CIDR_LENGTH, parseNetwork } from './network.js';
+import { isRecord } from '../lib/is-record.js';
 
 export const API_GROUP = 'auth.svc.io';
 export const API_VERSION = 'v1alpha1';
@@ -163,7 +165,6 @@ export function networksOf(ps: ProtectedScope): readonly NetworkRecord[] {
   return ps.spec.networks ?? [];
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 // RFC 3339 as Kubernetes' date-time format accepts it.
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

@@ -1,3 +1,4 @@
+// The scope grammar: the three kinds, their values' syntax and hierarchy, canonical keys and case folding.
 import { createHash } from 'node:crypto';
 import { err, ok, type Result } from './result.js';
 

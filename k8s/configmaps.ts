@@ -1,8 +1,9 @@
+// ConfigMaps as the operator and svc-auth use them: read one, apply by server-side apply, delete with a precondition.
 import { PatchStrategy, setHeaderOptions, type V1ConfigMap } from '@kubernetes/client-node';
 import type { Kube } from './kube.js';
 import { kubeListWatch } from './listwatch.js';
 import type { ListWatch } from './informer.js';
-import { isNotFound } from './errors.js';
+import { isNotFound, unlessNotFound } from './errors.js';
 
 /** The part of a ConfigMap this project reads and writes. */
 export interface ConfigMapObject {
@@ -48,12 +49,8 @@ export function kubeConfigMapClient(kube: Pick<Kube, 'core'>, namespace: string,
   const ssa = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
   return {
     async get(name) {
-      try {
-        return toPlain(await kube.core.readNamespacedConfigMap({ name, namespace }));
-      } catch (e) {
-        if (isNotFound(e)) return undefined;
-        throw e;
-      }
+      const cm = await unlessNotFound(() => kube.core.readNamespacedConfigMap({ name, namespace }));
+      return cm === undefined ? undefined : toPlain(cm);
     },
     async apply(cm) {
       const body = { apiVersion: 'v1', kind: 'ConfigMap', ...cm, metadata: { ...cm.metadata, namespace } };

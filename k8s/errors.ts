@@ -50,6 +50,16 @@ export function statusCodeOf(e: unknown): number | undefined {
 }
 
 export const isNotFound = (e: unknown): boolean => statusCodeOf(e) === 404;
+
+/** A read of one object: what `call` returns, or undefined when the API answers 404 (every other error is thrown). */
+export async function unlessNotFound<T>(call: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call();
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}
 export const isConflict = (e: unknown): boolean => statusCodeOf(e) === 409;
 export const isGone = (e: unknown): boolean => statusCodeOf(e) === 410;
 

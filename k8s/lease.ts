@@ -14,7 +14,7 @@
 import type { V1Lease } from '@kubernetes/client-node';
 import type { Kube } from './kube.js';
 import { jitter } from '../lib/backoff.js';
-import { describeError, isConflict, isNotFound } from './errors.js';
+import { describeError, isConflict, unlessNotFound } from './errors.js';
 
 export interface LeaseRecord {
   readonly holderIdentity?: string;
@@ -242,12 +242,8 @@ export function kubeLeaseClient(kube: Pick<Kube, 'coordination'>, namespace: str
   };
   return {
     async get() {
-      try {
-        return fromApi(await kube.coordination.readNamespacedLease({ name, namespace }));
-      } catch (e) {
-        if (isNotFound(e)) return undefined;
-        throw e;
-      }
+      const lease = await unlessNotFound(() => kube.coordination.readNamespacedLease({ name, namespace }));
+      return lease === undefined ? undefined : fromApi(lease);
     },
     async create(r) {
       return fromApi(await kube.coordination.createNamespacedLease({ namespace, body: await toApi(r) }));

@@ -1,3 +1,4 @@
+// A list-watch over client-node's list calls and watch stream, paged, with the resource version it resumes from.
 import type { Watch } from '@kubernetes/client-node';
 import type { ListResult, ListWatch, WatchEventType, WatchHandle } from './informer.js';
 

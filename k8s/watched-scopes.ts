@@ -1,5 +1,7 @@
+// ProtectedScopes as the operator reads them: a list-watch of one namespace, and status patches.
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, PLURAL, type ProtectedScope } from '../core/index.js';
+import { unlessNotFound } from './errors.js';
 import type { Kube } from './kube.js';
 import { kubeListWatch, type ListPage } from './listwatch.js';
 import type { ListWatch } from './informer.js';
@@ -29,16 +31,15 @@ export function kubeScopeStatusClient(kube: Pick<Kube, 'custom'>, namespace: str
   const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
   return {
     async patchStatus(name, patch) {
-      try {
+      // false: the object is gone (deleted since it was read), which is no error.
+      const patched = await unlessNotFound(async () => {
         await kube.custom.patchNamespacedCustomObjectStatus(
           { group: API_GROUP, version: API_VERSION, namespace, plural: PLURAL, name, body: { status: patch }, fieldManager },
           merge,
         );
         return true;
-      } catch (e) {
-        if ((e as { code?: number }).code === 404) return false;
-        throw e;
-      }
+      });
+      return patched === true;
     },
   };
 }

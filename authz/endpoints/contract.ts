@@ -5,7 +5,7 @@
  * is the same for all of them.
  */
 import type { Flavour } from '../http/answers.js';
-import type { HeadRequest } from '../http/http-front.js';
+import type { HeadRequest } from '../http/head.js';
 import { disagreement, H, misdirected, type ContractHeaders, type LikelyProxy, type Slot } from './headers.js';
 import type { AddressProblem, ClientAddress } from './client-address.js';
 

@@ -18,7 +18,7 @@
  * header of the request), so this runs on the hot path.
  */
 import { sameTarget, stripOrigin } from '../../core/index.js';
-import { named } from '../http/http-front.js';
+import { named } from '../http/head.js';
 
 /** What a header says about the original request. */
 type Role =

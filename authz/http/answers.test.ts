@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { answerSets, headerValue, sendGrantedIdentity, sendGrantedNetwork } from './answers.js';
 import { ANSWER_HEADERS, ENVOY_REMOVE_HEADER } from '../../core/index.js';
-import type { HeadResponse } from './http-front.js';
+import type { HeadResponse } from './head.js';
 
 const header = (headers: readonly string[], name: string) => headers[headers.indexOf(name) + 1];
 

@@ -9,7 +9,9 @@
  * `cacheMaxAge` seconds on an allow, never beyond the deciding token's expiry, so that is the longest a
  * revoked token or a newly closed scope keeps working through a proxy's decision cache.
  */
-import { PreparedAnswer, sendAnswer, type HeadResponse } from './http-front.js';
+import type { HeadResponse } from './head.js';
+import { PreparedAnswer } from './prepared-answer.js';
+import { sendAnswer } from './http-front.js';
 import { ENVOY_REMOVE_HEADER, headersToRemove, type AnswerHeader } from '../../core/index.js';
 
 export type Flavour = 'nginx' | 'proxy';

@@ -9,7 +9,9 @@
 import { externalOriginFor, isNavigation, originOf } from '../../core/index.js';
 import { insufficientScopeChallenge, type AnswerSet } from './answers.js';
 import { readBrowserRequest, type BrowserRequest } from './browser-request.js';
-import { PreparedAnswer, sendAnswer, type HeadResponse } from './http-front.js';
+import type { HeadResponse } from './head.js';
+import { PreparedAnswer } from './prepared-answer.js';
+import { sendAnswer } from './http-front.js';
 import { deniedPage } from './pages.js';
 
 /** The header the nginx endpoints name the sign-in URL in, on a 401 to a navigation (nginx: $upstream_http_x_svc_sign_in). */

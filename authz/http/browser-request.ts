@@ -7,7 +7,7 @@
  * them.
  */
 import type { BrowserHeaders } from '../../core/index.js';
-import { named } from './http-front.js';
+import { named } from './head.js';
 
 export interface BrowserRequest extends BrowserHeaders {
   readonly cookie: string | undefined;

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { installFront, parseHead, PreparedAnswer, type Front, type HeadRequest, type HeadResponse } from './http-front.js';
+import { parseHead, type HeadRequest, type HeadResponse } from './head.js';
+import { PreparedAnswer } from './prepared-answer.js';
+import { installFront, type Front } from './http-front.js';
 
 // The front against node:http itself: the same raw bytes go to a plain node:http server and to one with the
 // front installed, and whatever the front answers must be what node:http would have parsed.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hashToken, networkLimitNote, newProtectedScope, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
+import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, hashToken, everyAddressNote, networkLimitNote, newProtectedScope, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
 import { renderProtectedList } from './protected-list.js';
 
 const record = (seed: string): TokenRecord => {
@@ -84,5 +84,29 @@ describe('scopes with networks in the public list', () => {
       { kind: 'topic', value: TOPIC.value, description: networkLimitNote(`data under the topic ${TOPIC.value}`) },
     ]);
     expect(body).not.toMatch(/203\.0\.113|partner gateway/);
+  });
+});
+
+describe('scopes whose networks hold every address', () => {
+  const withNetworks = (cidrs: readonly string[]) => {
+    const o = newProtectedScope(TOPIC, 't', undefined, [record('a')]);
+    const snapshot = compileSnapshot([{ ...o, spec: { ...o.spec, networks: cidrs.map((cidr) => ({ cidr })) } }, newProtectedScope(DATASET, 'd', undefined, [record('d')])]);
+    const index = buildIndex(snapshot.generation, snapshot.lines);
+    if (!index.ok) throw new Error(index.error);
+    return JSON.parse(renderProtectedList(index.value, DEFAULT_CONFIG).body) as { scopes: unknown[]; openToEveryAddress?: unknown[] };
+  };
+
+  it('0.0.0.0/0 and ::/0: not listed as access-controlled, but apart as open to every address', () => {
+    const body = withNetworks(['0.0.0.0/0', '::/0']);
+    expect(body.scopes).toEqual([{ kind: 'dataset', value: DATASET.value }]);
+    expect(body.openToEveryAddress).toEqual([{ kind: 'topic', value: TOPIC.value, description: everyAddressNote(`data under the topic ${TOPIC.value}`, 'all') }]);
+    expect(JSON.stringify(body.openToEveryAddress)).toMatch(/open to every address/);
+  });
+
+  it('one family only: listed, saying which clients get in without a token and that the others present one', () => {
+    const body = withNetworks(['0.0.0.0/0', '2001:db8::/48']);
+    expect(body.openToEveryAddress).toBeUndefined();
+    expect(body.scopes).toContainEqual({ kind: 'topic', value: TOPIC.value, description: everyAddressNote(`data under the topic ${TOPIC.value}`, 4) });
+    expect(everyAddressNote('x', 4)).toBe('Download of x is open to every IPv4 address (the data provider grants a network that holds them all); IPv6 clients present a token as described here.');
   });
 });

@@ -1,12 +1,16 @@
 /**
  * `GET /authz/v1/protected`: what a metadata publisher (or a client) may know of the access control, and
  * nothing more: every closed scope's kind and value, and how credentials are presented (and, for a scope with
- * networks, that download is limited to them). Never a token id, hash, count, network or description, nor the snapshot generation, which moves with every token added or revoked: the
+ * networks, that download is limited to them, or open to every address of a family a granted network holds whole: a
+ * scope open to every address is listed apart, under `openToEveryAddress`, never as access-controlled). Never a token id, hash, count, network or description, nor the snapshot generation, which moves with every token added or revoked: the
  * body, and so its ETag, change only when what it lists changes. Rendered once per index in service (and per
  * configuration), so a harvester polling it costs a string comparison.
  */
 import { createHash } from 'node:crypto';
-import { decideForScopeAnonymous, isPrefixPath, jobsPath, networkLimitNote, type AccessConfig, type AccessIndex, type IndexedScope, type Scope, type TopicNode } from '../../core/index.js';
+import {
+  decideForScopeAnonymous, everyAddressNote, isPrefixPath, jobsPath, networkLimitNote, networkReach, type AccessConfig, type AccessIndex, type EveryAddress, type IndexedScope, type Scope,
+  type TopicNode,
+} from '../../core/index.js';
 
 export interface ProtectedList {
   readonly body: string;
@@ -44,18 +48,30 @@ function dataOf(scope: Scope): string {
   return isPrefixPath(scope.value) ? `/${scope.value} and everything below it` : scope.value;
 }
 
+/** Which addresses a scope's networks hold whole (a network of prefix 0 granted: core's networkReach), if any. */
+function everyAddressOf(s: IndexedScope): EveryAddress | undefined {
+  return s.networks === undefined ? undefined : networkReach(s.networks.networks.map((n) => n.cidr)).every;
+}
+
 /**
- * A listed scope: its kind and value, and where it grants networks, that download is limited to them (never the
- * networks themselves, nor how many).
+ * A listed scope: its kind and value, and where it grants networks, that download is limited to them, or open to
+ * every address of a family a granted network holds whole (never the networks themselves, nor how many).
  */
 function listed(s: IndexedScope): { kind: Scope['kind']; value: string; description?: string } {
-  return { kind: s.scope.kind, value: s.scope.value, ...(s.networks !== undefined ? { description: networkLimitNote(dataOf(s.scope)) } : {}) };
+  const every = everyAddressOf(s);
+  const description = every !== undefined ? everyAddressNote(dataOf(s.scope), every) : s.networks !== undefined ? networkLimitNote(dataOf(s.scope)) : undefined;
+  return { kind: s.scope.kind, value: s.scope.value, ...(description !== undefined ? { description } : {}) };
 }
+
+const byKindAndValue = (a: { kind: string; value: string }, b: { kind: string; value: string }) => (a.kind === b.kind ? (a.value < b.value ? -1 : 1) : a.kind < b.kind ? -1 : 1);
 
 export function renderProtectedList(index: AccessIndex, config: AccessConfig): ProtectedList {
   const waf = `/${config.wafPrefix.join('/')}`;
   const api = `/${config.apiPrefix.join('/')}`;
-  const scopes = [...closedScopes(index)].map(listed).sort((a, b) => (a.kind === b.kind ? (a.value < b.value ? -1 : 1) : a.kind < b.kind ? -1 : 1));
+  // A scope whose networks hold every address (both families) controls nothing: listed apart, never as controlled.
+  const all = [...closedScopes(index)];
+  const scopes = all.filter((s) => everyAddressOf(s) !== 'all').map(listed).sort(byKindAndValue);
+  const everyAddress = all.filter((s) => everyAddressOf(s) === 'all').map(listed).sort(byKindAndValue);
   const open = publicScopes(index, config);
   const body = JSON.stringify({
     // OpenAPI security scheme objects, as WCMP2 links carry them (`security`).
@@ -67,6 +83,7 @@ export function renderProtectedList(index: AccessIndex, config: AccessConfig): P
     scopes,
     // Only when there are some, so a body without public scopes keeps its bytes (and ETag).
     ...(open.length > 0 ? { public: open } : {}),
+    ...(everyAddress.length > 0 ? { openToEveryAddress: everyAddress } : {}),
     closedByDefault: config.openPathsByDefault
       ? []
       : [

@@ -3,7 +3,7 @@ import { createHash, pbkdf2Sync } from 'node:crypto';
 import fc from 'fast-check';
 import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatGeneratedToken, formatImportedHash, hashToken, newProtectedScope, scopeKey, tokenIdOf, type AccessIndex, type Scope, type TokenRecord } from '../../core/index.js';
 import { createAuthHandler } from './auth-pipeline.js';
-import type { HeadRequest, HeadResponse } from '../http/http-front.js';
+import type { HeadRequest, HeadResponse } from '../http/head.js';
 import { ImportedTokens } from '../imported/imported-tokens.js';
 import { createLogger } from '../telemetry/log.js';
 import { ENDPOINTS } from '../endpoints/index.js';

@@ -4,7 +4,7 @@ import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, formatGeneratedTok
 import { answerSets } from '../http/answers.js';
 import { Bookkeeping } from './bookkeeping.js';
 import type { Exchange } from './exchange.js';
-import type { HeadResponse } from '../http/http-front.js';
+import type { HeadResponse } from '../http/head.js';
 import { createLogger } from '../telemetry/log.js';
 import { AuthMetrics } from '../telemetry/metrics.js';
 import { Refusals } from '../telemetry/refusals.js';

@@ -16,7 +16,7 @@
  */
 import { extractCredential, judgeRequest, jwtToVerify, settleRequest, type AccessConfig, type AccessIndex, type Decision, type GovernedRequest, type ResolvedCredential, type VerifiedJwt } from '../../core/index.js';
 import type { OidcVerifier } from '../identity/oidc.js';
-import type { HeadRequest } from '../http/http-front.js';
+import type { HeadRequest } from '../http/head.js';
 import type { AuthMetrics } from '../telemetry/metrics.js';
 import { outcomeOf } from './bookkeeping.js';
 import { decidedLater, decidedNow, type Asked, type Deciding, type Exchange, type Later, type Resolution, type Source } from './exchange.js';
@@ -58,11 +58,12 @@ export class CredentialRoad {
   /** Source 2: a token that is a JWT of a configured issuer, known now or verified later; undefined for any other token. */
   private jwt(token: Extract<ResolvedCredential, { kind: 'token' }>): Resolution | undefined {
     const oidc = this.o.oidc;
-    if (oidc === undefined) return undefined;
+    if (oidc === undefined || this.o.access.oidcIssuers === undefined) return undefined;
+    // Known first: a lookup by the JWT's tail, where naming its issuer would parse its payload on every request.
+    const known = oidc.known(token.token, token.carrier);
+    if (known !== undefined) return { now: known };
     const pending = jwtToVerify(this.o.access, token);
     if (pending === undefined) return undefined;
-    const known = oidc.known(pending.jwt, pending.carrier);
-    if (known !== undefined) return { now: known };
     return { later: this.verified(oidc, pending.jwt, pending.issuer, token.carrier), source: 'jwt' };
   }
 

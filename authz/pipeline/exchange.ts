@@ -5,7 +5,7 @@
 import type { Decision, ResolvedCredential } from '../../core/index.js';
 import type { AnswerSet } from '../http/answers.js';
 import type { EndpointName, Reading } from '../endpoints/index.js';
-import type { HeadResponse } from '../http/http-front.js';
+import type { HeadResponse } from '../http/head.js';
 import type { BrowserAsk } from '../http/browser-answers.js';
 
 /** A request the endpoint's contract could read as one original request. */

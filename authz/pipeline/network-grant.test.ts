@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { buildIndex, compileSnapshot, DEFAULT_CONFIG, newProtectedScope, type AccessIndex } from '../../core/index.js';
 import { createAuthHandler } from './auth-pipeline.js';
-import type { HeadRequest, HeadResponse } from '../http/http-front.js';
+import type { HeadRequest, HeadResponse } from '../http/head.js';
 import { createLogger } from '../telemetry/log.js';
 import { AuthMetrics } from '../telemetry/metrics.js';
 import { Refusals } from '../telemetry/refusals.js';

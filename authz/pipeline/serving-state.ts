@@ -1,3 +1,4 @@
+// svc-auth's serving state: the decision index in service, swapped whole on a reload, and whether it drains.
 import type { AccessIndex } from '../../core/index.js';
 
 /**

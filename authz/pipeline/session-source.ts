@@ -7,7 +7,7 @@
  */
 import { cookieValue, isSafeMethod, sameOriginEvidence, type Credential, type ResolvedCredential } from '../../core/index.js';
 import { cookieHeader, readBrowserRequest } from '../http/browser-request.js';
-import type { HeadRequest } from '../http/http-front.js';
+import type { HeadRequest } from '../http/head.js';
 import type { SessionCache } from '../identity/session-cache.js';
 import { sessionCookieName } from '../identity/session.js';
 import type { Asked, Exchange, Later, Resolution } from './exchange.js';

@@ -1,3 +1,4 @@
+// `--scopes-dir`: a directory of ProtectedScope manifests compiled into snapshots, rewatched as it changes (no cluster).
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkManifestDocument, compileSnapshotSteps, readManifestDocuments, type PathPrefixes, type ProtectedScope } from '../../core/index.js';

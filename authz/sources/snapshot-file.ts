@@ -1,3 +1,4 @@
+// `--snapshot-file`: a compiled snapshot file read in verified chunks, rewatched through kubelet's symlink swaps.
 import { open, realpath, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { snapshotFileVerifier } from '../../core/index.js';

@@ -1,3 +1,4 @@
+// A directory watched for changes (fs.watch, debounced, and a slow rescan), as kubelet's ConfigMap volumes need.
 import { statSync, watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 

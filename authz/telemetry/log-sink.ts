@@ -1,3 +1,4 @@
+// svc-auth's log destination: lines batched into buffers and written asynchronously, dropped and counted past a bound.
 import { writeSync, writev } from 'node:fs';
 
 export interface LogSinkOptions {

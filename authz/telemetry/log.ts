@@ -1,3 +1,4 @@
+// svc-auth's JSON logger (pino) over its batching sink; token values are never given to it.
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 import { LogSink } from './log-sink.js';
 

@@ -1,3 +1,4 @@
+// svc-auth's Prometheus metrics: every answer, grant, reload and refusal counted, some brought in only at scrape time.
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { AccessIndex, IndexedScope, TokenTableBuilder } from '../../core/index.js';
 import { ADDRESS_PROBLEMS, ENDPOINTS, LIKELY_PROXIES, type AddressProblem, type EndpointName, type LikelyProxy } from '../endpoints/index.js';

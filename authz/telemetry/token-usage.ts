@@ -1,3 +1,4 @@
+// Grants summed per scope and token id, identity or network, and logged at info once per window.
 import type { Logger } from 'pino';
 
 /**

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { buildIndex, compileSnapshot, DEFAULT_CONFIG, formatImportedHash, hashToken, newProtectedScope, tokenIdOf, type AccessIndex, type Scope, type TokenRecord, type VerifiedJwt } from '../../core/index.js';
 import { createAuthHandler } from '../../authz/pipeline/auth-pipeline.js';
-import type { HeadRequest, HeadResponse } from '../../authz/http/http-front.js';
+import type { HeadRequest, HeadResponse } from '../../authz/http/head.js';
 import type { SessionCache } from '../../authz/identity/session-cache.js';
 import type { VerifyOutcome } from '../../authz/identity/oidc.js';
 import { ImportedTokens } from '../../authz/imported/imported-tokens.js';

@@ -8,7 +8,7 @@ import jestConfig from '../../jest.config.js';
 export const GROUPS = {
   normalize: { mutate: ['core/normalize.ts'], tests: ['core/normalize.test.ts'] },
   decide: {
-    mutate: ['core/decide.ts'],
+    mutate: ['core/decide.ts', 'core/governing.ts', 'core/judge.ts'],
     // Every decide*.test.ts: each credential kind (tokens, identities, sessions, networks) has its own file.
     tests: ['core/decide*.test.ts', 'core/prefix-paths.test.ts', 'core/imported-hash.test.ts'],
   },

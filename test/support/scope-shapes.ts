@@ -12,6 +12,7 @@ import { API_GROUP_VERSION, KIND, newProtectedScope } from '../../core/protected
 import { scopeObjectName, type ScopeKind } from '../../core/scope.js';
 import { formatGeneratedToken, hashToken, tokenIdOf } from '../../core/token.js';
 import { fences } from '../docs/markdown.js';
+import { isRecord } from '../../lib/is-record.js';
 
 /** Files of a tree: those containing a word, and their text. */
 export interface Tree {
@@ -58,7 +59,6 @@ export interface ScopeShape {
   readonly sources: string[];
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The ProtectedScopes among parsed documents (a List's items too). */
 function scopesIn(docs: readonly unknown[]): Omit<ScopeShape, 'sources'>[] {
