@@ -1,15 +1,14 @@
 /**
  * Each object's desired status (the CRD's status subresource) and how the operator tells whether the status
- * in the API server already says it: every status field core declares (statusPatchOf), with the
- * Ready condition's transition time moving only when its status does.
+ * in the API server already says it: every status field core declares (statusPatchOf), with each condition's
+ * transition time moving only when its status does (conditions.ts says what each condition means).
  */
-import { closedAside, formatFieldErrors, networksOf, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type Condition, type OpenOrClosed, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
+import { closedAside, formatFieldErrors, networksOf, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type OpenOrClosed, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
 import type { ObjectEntry } from './assessment.js';
+import { conditionsFor, READY, RECONCILING, STALLED, type ConditionSpec, type PendingReason, type PermanentReason } from './conditions.js';
 
 /** The status the operator writes (the CRD's status schema). */
 export type ScopeStatus = ProtectedScopeStatus;
-
-const READY = 'Ready';
 
 export interface Desired {
   readonly name: string;
@@ -27,15 +26,16 @@ interface ScopeFacts {
   readonly scopeObjects: Map<string, string[]>;
 }
 
-/** One object's desired status: invalid and left out, or its scope's state and its own token counts. */
+/** One object's desired status once a published snapshot holds its generation: invalid and left out, or its scope's state and its own token counts. */
 export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, facts: ScopeFacts, nowIso: string): Desired {
   const name = o.metadata?.name ?? '';
   // The object's metadata.generation (the snapshot's generation is its content hash: another thing).
   const objectGeneration = o.metadata?.generation;
   const observed = objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {};
-  const ready = readyCondition(o, objectGeneration, nowIso);
+  const conditions = (specs: readonly ConditionSpec[]) => conditionsFor(o.status?.conditions, specs, objectGeneration, nowIso);
   if (e.scopeKey === undefined) {
-    return { name, status: { ...observed, conditions: [ready('False', 'Invalid', `left out of the snapshot: ${formatFieldErrors(e.assessment.errors)}`.slice(0, 2000))] } };
+    const errors = formatFieldErrors(e.assessment.errors);
+    return { name, status: { ...observed, conditions: conditions(notCompiled('Invalid', `left out of the snapshot: ${errors}`, errors)) } };
   }
   const a = e.assessment;
   const key = e.scopeKey;
@@ -44,13 +44,13 @@ export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, fa
   const subjects = subjectsOf(a.sanitized).length;
   const networks = networksOf(a.sanitized).length;
   const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, { subjects, networks }, others.length, facts.coveredBy?.get(key));
-  const condition =
+  const specs =
     !a.valid
-      ? ready('False', 'Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary})`.slice(0, 2000))
+      ? notCompiled('Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary})`, formatFieldErrors(a.errors))
       // A path svc-auth does not read as written: compiled, never public, flagged until the object is replaced.
       : a.refused !== undefined
-        ? ready('False', a.refused.reason, `spec.path: ${a.refused.message} (${summary})`.slice(0, 2000))
-        : ready('True', 'Compiled', summary);
+        ? notCompiled(a.refused.reason, `spec.path: ${a.refused.message} (${summary})`, `spec.path: ${a.refused.message}`)
+        : [{ type: READY, status: 'True', reason: 'Compiled', message: summary } as const];
   return {
     name,
     scopeKey: key,
@@ -63,23 +63,43 @@ export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, fa
       activeTokens: active,
       ...(subjects > 0 ? { subjects } : {}),
       ...(networks > 0 ? { networks } : {}),
-      conditions: [condition],
+      conditions: conditions(specs),
       ...(others.length > 0 ? { mergedWith: others } : {}),
     },
   };
 }
 
-/** The Ready condition, as meta.SetStatusCondition sets it: its transition time moves only when its status does. */
-function readyCondition(o: ProtectedScope, objectGeneration: number | undefined, nowIso: string): (status: Condition['status'], reason: string, message: string) => Condition {
-  const previous = o.status?.conditions?.find((c) => c.type === READY);
-  return (status, reason, message) => ({
-    type: READY,
-    status,
-    reason,
-    message,
-    ...(objectGeneration !== undefined ? { observedGeneration: objectGeneration } : {}),
-    lastTransitionTime: previous !== undefined && previous.status === status && previous.lastTransitionTime ? previous.lastTransitionTime : nowIso,
-  });
+/**
+ * A spec that cannot compile as it stands: Ready False (its message as it always was: what is wrong and what is
+ * enforced instead) and Stalled True with the same reason and only what is wrong, which is what kstatus shows for a
+ * Failed object.
+ */
+function notCompiled(reason: PermanentReason, readyMessage: string, stalledMessage: string): ConditionSpec[] {
+  return [
+    { type: READY, status: 'False', reason, message: readyMessage },
+    { type: STALLED, status: 'True', reason, message: stalledMessage },
+  ];
+}
+
+/**
+ * The status of an object whose current generation no published snapshot holds yet: its status fields as they are
+ * (they still describe status.observedGeneration, which is what svc-auth enforces), Ready False and Reconciling True
+ * for the new generation, and no Stalled (that verdict was about an older generation). Undefined when the status
+ * already describes the current generation: published before (by this process or an earlier one), so nothing is
+ * pending and a Ready object never turns Reconciling without a new generation.
+ */
+export function pendingStatus(o: ProtectedScope, reason: PendingReason, why: string, nowIso: string): ScopeStatus | undefined {
+  const generation = o.metadata?.generation;
+  if (generation === undefined || o.status?.observedGeneration === generation) return undefined;
+  const { conditions: previous, ...fields } = o.status ?? {};
+  const message = `generation ${generation} is not in a published snapshot yet: ${why}`;
+  return {
+    ...fields,
+    conditions: conditionsFor(previous, [
+      { type: READY, status: 'False', reason, message },
+      { type: RECONCILING, status: 'True', reason, message },
+    ], generation, nowIso),
+  };
 }
 
 /** The Ready message: the scope's state and why, this object's tokens, subjects and networks, the objects it shares the scope with. */

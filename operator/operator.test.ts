@@ -186,6 +186,37 @@ describe('svc-operator on a fake API server', () => {
     expect(c.events.events.at(-1)!.note).toMatch(/deleted/);
   });
 
+  it('a new generation whose snapshot cannot be written says Reconciling (with the error) until a write succeeds', async () => {
+    const c = new Cluster();
+    let refuse = false;
+    const writes = fakeConfigMapClient(c.configMaps);
+    const configMaps: ConfigMapClient = {
+      ...writes,
+      apply: async (cm) => {
+        if (refuse) throw new Error('configmaps is forbidden: refused by policy');
+        return writes.apply(cm);
+      },
+    };
+    c.create('a', { topicHierarchy: 'origin.a', tokens: [token('token-a-0123456789')] });
+    const op = start(c, { configMaps, overrides: { reconcilingAfterMs: 20 } });
+    await settle(op, c);
+    const types = () => (c.status('a')?.conditions ?? []).map((x) => `${x.type}=${x.status}`);
+    expect(types()).toEqual(['Ready=True']);
+
+    refuse = true;
+    c.updateSpec('a', { topicHierarchy: 'origin.a', tokens: [] });
+    await until(() => types().join() === 'Ready=False,Reconciling=True', 3000, 'Reconciling');
+    expect(c.status('a')!.conditions![1]).toMatchObject({ reason: 'SnapshotWriteFailed', observedGeneration: 2 });
+    expect(c.status('a')!.conditions![1]!.message).toMatch(/^generation 2 is not in a published snapshot yet: the snapshot write failed \(configmaps is forbidden: refused by policy\); svc-operator retries$/);
+    expect(c.status('a')).toMatchObject({ observedGeneration: 1, state: 'Closed', tokens: 1 });
+
+    refuse = false;
+    await until(() => c.status('a')?.observedGeneration === 2, 3000, 'published');
+    await settle(op, c);
+    expect(types()).toEqual(['Ready=True']);
+    expect(c.status('a')).toMatchObject({ state: 'Open', tokens: 0 });
+  });
+
   it('merges objects for one scope and flags them', async () => {
     const c = new Cluster();
     c.create('x1', { metadataId: 'urn:wmo:md:a', tokens: [token('token-1-0123456789')] });
@@ -360,8 +391,8 @@ describe('svc-operator on a fake API server', () => {
     const op = start(c);
     await settle(op, c);
     expect(c.snapshot()?.scopeCount).toBe(1);
-    expect(c.status('pub')).toMatchObject({ state: 'Closed', conditions: [{ type: 'Ready', status: 'False', reason: 'RefusedPath' }] });
-    expect(c.status('top')).toMatchObject({ state: 'Open', conditions: [{ type: 'Ready', status: 'False', reason: 'PublicRefused' }] });
+    expect(c.status('pub')).toMatchObject({ state: 'Closed', conditions: [{ type: 'Ready', status: 'False', reason: 'RefusedPath' }, { type: 'Stalled', status: 'True', reason: 'RefusedPath' }] });
+    expect(c.status('top')).toMatchObject({ state: 'Open', conditions: [{ type: 'Ready', status: 'False', reason: 'PublicRefused' }, { type: 'Stalled', status: 'True', reason: 'PublicRefused' }] });
     const text = await op.metrics.registry.metrics();
     expect(text).toMatch(/svc_operator_refused_path_objects\{reason="RefusedPath"\} 1/);
     expect(text).toMatch(/svc_operator_refused_path_objects\{reason="PublicRefused"\} 1/);

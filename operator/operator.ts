@@ -46,6 +46,12 @@ export interface OperatorConfig {
   readonly openPathsByDefault?: boolean;
   /** svc-auth's --waf-prefix and --api-prefix (case-folded segments; default /data and /oapi): how paths are read. */
   readonly prefixes?: PathPrefixes;
+  /**
+   * How long a new generation may wait for its snapshot before its status says Reconciling (default: the debounce
+   * plus 1 s). Shorter than that, kstatus and Argo CD read the wait from status.observedGeneration alone, and an
+   * edit costs one status patch, not two.
+   */
+  readonly reconcilingAfterMs?: number;
 }
 
 export class Operator {
@@ -92,6 +98,10 @@ export class Operator {
   /** Leading and not stopping: the only state in which anything is written. */
   private mayWrite(): boolean {
     return !this.stopping && (this.elector ? this.elector.isLeader() : true);
+  }
+
+  private reconcilingAfterMs(): number {
+    return this.config.reconcilingAfterMs ?? this.config.debounceMs + 1000;
   }
 
   /** Debounced: a burst of changes is one reconcile. */
@@ -158,8 +168,11 @@ export class Operator {
       onUpdate: (old, obj) => {
         const need = this.reconciler.needsReconcile(old, obj);
         if (need) this.log.debug({ name: obj.metadata.name, need, objectGeneration: obj.metadata.generation, oldObjectGeneration: old.metadata.generation }, 'update');
-        if (need === 'snapshot') this.enqueue();
-        else if (need === 'status') this.statusQueue.add(obj.metadata.name);
+        if (need === 'snapshot') {
+          this.enqueue();
+          // A new generation: should no published snapshot hold it by then, its status work says Reconciling.
+          if (old.metadata.generation !== obj.metadata.generation) this.statusQueue.add(obj.metadata.name, this.reconcilingAfterMs());
+        } else if (need === 'status') this.statusQueue.add(obj.metadata.name);
       },
       onSynced: () => this.enqueue(),
       onError: this.informerError('protectedscopes'),

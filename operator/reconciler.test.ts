@@ -31,6 +31,8 @@ class World {
   readonly metrics = new OperatorMetrics(false);
   now = T0;
   leader = true;
+  /** Set to a message: every snapshot write fails with it (an admission policy refusing the ConfigMaps, say). */
+  refuseSnapshot: string | undefined;
   readonly reconciler: Reconciler;
 
   constructor(options: Partial<ReconcilerOptions> = {}) {
@@ -39,9 +41,16 @@ class World {
 
   /** Another reconciler on the same cluster: the operator restarted. */
   newReconciler(options: Partial<ReconcilerOptions> = {}): Reconciler {
+    const configMaps = fakeConfigMapClient(this.configMaps);
     const writer = new SnapshotWriter({
       snapshotName: 'snap',
-      client: fakeConfigMapClient(this.configMaps),
+      client: {
+        ...configMaps,
+        apply: async (cm) => {
+          if (this.refuseSnapshot !== undefined) throw new Error(this.refuseSnapshot);
+          return configMaps.apply(cm);
+        },
+      },
       cache: () => this.configMaps.list(),
       staleGraceMs: STALE_GRACE_MS,
       canWrite: () => this.leader,
@@ -66,6 +75,13 @@ class World {
 
   put(name: string, spec: Record<string, unknown>, generation = 1): void {
     this.scopes.put({ apiVersion: 'auth.svc.io/v1alpha1', kind: 'ProtectedScope', metadata: { name, namespace: 'ns', generation }, spec: { tokens: [], ...spec } as unknown as ProtectedScope['spec'] });
+  }
+
+  /** A spec edit as the API server makes it: a new generation, the status kept. */
+  edit(name: string, spec: Record<string, unknown>, generation: number): void {
+    const status = this.status(name);
+    this.put(name, spec, generation);
+    if (status) this.scopes.put({ ...this.scopes.get(name)!, status });
   }
 
   status(name: string): ScopeStatus | undefined {
@@ -172,6 +188,114 @@ describe('Reconciler.reconcile: desired statuses, queued and patched', () => {
     expect(w.reconciler.needsReconcile(echo, { ...echo, metadata: { ...echo.metadata, generation: 2 } })).toBe('snapshot');
     expect(w.reconciler.needsReconcile(echo, { ...echo, status: { ...echo.status, tokens: 7 } })).toBe('status');
     expect(w.reconciler.needsReconcile(undefined, echo)).toBe('snapshot');
+  });
+});
+
+describe('Reconciler: Ready, Reconciling and Stalled as a new generation meets its snapshot', () => {
+  const conditionTypes = (w: World, name: string) => (w.status(name)?.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`);
+
+  it('a no-op resync of a Ready object patches nothing: it never flaps through Reconciling', async () => {
+    const w = new World();
+    w.put('a', { topicHierarchy: 'origin.a', tokens: [token('token-of-a-000001')] });
+    await w.reconciler.reconcile();
+    await w.drainStatuses();
+    const written = w.status('a');
+    for (const later of [T0 + RESYNC_MS, T0 + 2 * RESYNC_MS]) {
+      w.now = later;
+      w.forget();
+      await w.reconciler.reconcile();
+      // The status work of a resync (or an informer relist) finds nothing to say either.
+      expect(await w.reconciler.reconcileStatus('a')).toEqual({});
+      expect(w.api.count('patch protectedscopes/status')).toBe(0);
+    }
+    expect(w.status('a')).toEqual(written);
+    expect(conditionTypes(w, 'a')).toEqual(['Ready=True/Compiled']);
+  });
+
+  it('a new generation not yet compiled: its status work says Reconciling; the compile replaces it with Ready', async () => {
+    const w = new World();
+    w.put('a', { topicHierarchy: 'origin.a', tokens: [token('token-of-a-000001')] });
+    await w.reconciler.reconcile();
+    await w.drainStatuses();
+    const readySince = w.status('a')!.conditions![0]!.lastTransitionTime;
+    w.forget();
+
+    // The operator queues the status work of a new generation with a grace (operator.ts); here it runs before the compile.
+    w.now = T0 + 5000;
+    w.edit('a', { topicHierarchy: 'origin.a', tokens: [token('token-of-a-000001'), token('token-of-a-000002')] }, 2);
+    await w.reconciler.reconcileStatus('a');
+    expect(conditionTypes(w, 'a')).toEqual(['Ready=False/SnapshotPending', 'Reconciling=True/SnapshotPending']);
+    expect(w.status('a')).toMatchObject({ observedGeneration: 1, tokens: 1 });
+    expect(w.status('a')!.conditions![1]).toMatchObject({ observedGeneration: 2, message: 'generation 2 is not in a published snapshot yet: svc-operator is compiling it' });
+    // Our own echo needs nothing.
+    const echo = w.scopes.get('a')!;
+    expect(w.reconciler.needsReconcile(echo, echo)).toBeUndefined();
+
+    w.now = T0 + 6000;
+    await w.reconciler.reconcile();
+    await w.drainStatuses();
+    expect(conditionTypes(w, 'a')).toEqual(['Ready=True/Compiled']);
+    expect(w.status('a')).toMatchObject({ observedGeneration: 2, tokens: 2 });
+    expect(w.status('a')!.conditions![0]!.lastTransitionTime).not.toBe(readySince);
+    expect(w.reasons()).toEqual([]);
+  });
+
+  it('a snapshot write that fails: the waiting objects say Reconciling with the error; the next write clears it', async () => {
+    const w = new World();
+    w.put('a', { topicHierarchy: 'origin.a', tokens: [token('token-of-a-000001')] });
+    w.put('b', { topicHierarchy: 'origin.b', tokens: [token('token-of-b-000001')] });
+    await w.reconciler.reconcile();
+    await w.drainStatuses();
+
+    w.refuseSnapshot = 'configmaps "snap" is forbidden: denied by policy';
+    w.edit('a', { topicHierarchy: 'origin.a', tokens: [] }, 2);
+    await expect(w.reconciler.reconcile()).rejects.toThrow(/forbidden/);
+    // Only the object whose generation waits; b's status already says what is published.
+    expect(w.queued).toEqual(['a']);
+    await w.drainStatuses();
+    expect(conditionTypes(w, 'a')).toEqual(['Ready=False/SnapshotWriteFailed', 'Reconciling=True/SnapshotWriteFailed']);
+    expect(w.status('a')!.conditions![1]!.message).toBe('generation 2 is not in a published snapshot yet: the snapshot write failed (configmaps "snap" is forbidden: denied by policy); svc-operator retries');
+    expect(w.status('a')).toMatchObject({ observedGeneration: 1, state: 'Closed', tokens: 1 });
+    expect(conditionTypes(w, 'b')).toEqual(['Ready=True/Compiled']);
+
+    w.refuseSnapshot = undefined;
+    await w.reconciler.reconcile();
+    await w.drainStatuses();
+    expect(conditionTypes(w, 'a')).toEqual(['Ready=True/Compiled']);
+    expect(w.status('a')).toMatchObject({ observedGeneration: 2, state: 'Open' });
+  });
+
+  it('a restart whose first write fails leaves published objects Ready: only unpublished generations turn Reconciling', async () => {
+    const w = new World();
+    w.put('a', { topicHierarchy: 'origin.a', tokens: [token('token-of-a-000001')] });
+    w.put('b', { topicHierarchy: 'origin.b', tokens: [token('token-of-b-000001')] });
+    await w.reconciler.reconcile();
+    await w.drainStatuses();
+    w.forget();
+    // Edited while no operator ran; the restarted one cannot write the snapshot that would hold it.
+    w.edit('b', { topicHierarchy: 'origin.b', tokens: [] }, 2);
+    w.refuseSnapshot = 'HTTP 500';
+    const restarted = w.newReconciler();
+    await expect(restarted.reconcile()).rejects.toThrow();
+    expect(w.queued).toEqual(['b']);
+    await w.drainStatuses(restarted);
+    expect(conditionTypes(w, 'a')).toEqual(['Ready=True/Compiled']);
+    expect(conditionTypes(w, 'b')).toEqual(['Ready=False/SnapshotWriteFailed', 'Reconciling=True/SnapshotWriteFailed']);
+  });
+
+  it('Stalled appears with the compile of a broken spec and goes with the generation that fixes it', async () => {
+    const w = new World();
+    w.put('x', { topicHierarchy: 'origin.x', tokens: [{ id: 'zz', hash: 'md5:abc', createdAt: 'yesterday' }] });
+    await w.reconciler.reconcile();
+    await w.drainStatuses();
+    expect(conditionTypes(w, 'x')).toEqual(['Ready=False/Invalid', 'Stalled=True/Invalid']);
+    expect(w.reasons().filter((r) => r === 'CompileFailed')).toHaveLength(1);
+
+    w.put('x', { topicHierarchy: 'origin.x', tokens: [token('token-of-x-000001')] }, 2);
+    await w.reconciler.reconcile();
+    await w.drainStatuses();
+    expect(conditionTypes(w, 'x')).toEqual(['Ready=True/Compiled']);
+    expect(w.status('x')!.conditions![0]).toMatchObject({ observedGeneration: 2 });
   });
 });
 

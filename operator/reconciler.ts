@@ -6,13 +6,15 @@
  * stops writing at once.
  */
 import { API_GROUP_VERSION, closedAside, DEFAULT_PREFIXES, KIND, shardSnapshot, type OpenOrClosed, type PathPrefixes, type ProtectedScope } from '../core/index.js';
+import { describeError } from '../k8s/errors.js';
 import type { ObjectReference, EventType } from '../k8s/events.js';
 import { NotLeaderError, type SnapshotWriter } from '../k8s/snapshot/writer.js';
 import type { ScopeStatusClient } from '../k8s/watched-scopes.js';
 import { SliceClock } from '../lib/time-slice.js';
 import type { ProcessResult } from './queue.js';
 import { Compiler, desiredNow, type Compilation, type SnapshotPhase } from './compiler.js';
-import { statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
+import { conditionOf, READY } from './conditions.js';
+import { pendingStatus, statusEquals, statusPatch, type ScopeStatus } from './desired-status.js';
 import type { OperatorMetrics } from './metrics.js';
 
 export interface Logger {
@@ -112,6 +114,8 @@ export class Reconciler {
   /** Merge sets already announced, by object, so a status patch still in flight is not announced twice. */
   private readonly announcedMerges = new Map<string, string>();
   private _lastSuccessAt = 0;
+  /** Why the last snapshot write failed, until one succeeds: what the statuses of the objects it held say. */
+  private publishFailure: string | undefined;
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.compiler = new Compiler({ ...(opts.prefixes ?? DEFAULT_PREFIXES), openPathsByDefault: opts.openPathsByDefault === true });
@@ -141,21 +145,33 @@ export class Reconciler {
   /**
    * The status work of one object: recompute its desired status from the last compile (at this instant) and
    * patch it if the object's status differs. Runs in its own queue, so 10,000 status patches never hold up the
-   * next snapshot.
+   * next snapshot. An object whose generation no published snapshot holds yet (a compile still running, a snapshot
+   * write failing) gets the pending status instead: Ready False, Reconciling True, and why.
    */
   async reconcileStatus(name: string): Promise<ProcessResult> {
     const { opts } = this;
-    if (!opts.isLeader() || !this.last) return {};
+    if (!opts.isLeader()) return {};
     const o = opts.scope(name);
     if (!o) return {};
-    const d = desiredNow(o, this.last.phase, this.last.compiled, this.now());
-    if (!d) return {}; // changed since the last compile; the next one queues it again
-    this.lastDesired.set(name, d.status);
-    if (statusEquals(o.status as ScopeStatus | undefined, d.status)) return {};
+    const status = this.statusNow(o);
+    if (!status) return {};
+    this.lastDesired.set(name, status);
+    if (statusEquals(o.status as ScopeStatus | undefined, status)) return {};
     if (!opts.isLeader()) return {};
-    await opts.status.patchStatus(name, statusPatch(d.status));
+    await opts.status.patchStatus(name, statusPatch(status));
     opts.metrics?.statusPatches.inc();
     return {};
+  }
+
+  /** What an object's status says now: from the last published compile when it covers the object, else pending (or nothing to say). */
+  private statusNow(o: ProtectedScope): ScopeStatus | undefined {
+    const nowMs = this.now();
+    const compiled = this.last && desiredNow(o, this.last.phase, this.last.compiled, nowMs);
+    if (compiled) return compiled.status;
+    const failure = this.publishFailure;
+    return failure === undefined
+      ? pendingStatus(o, 'SnapshotPending', 'svc-operator is compiling it', new Date(nowMs).toISOString())
+      : pendingStatus(o, 'SnapshotWriteFailed', `the snapshot write failed (${failure}); svc-operator retries`, new Date(nowMs).toISOString());
   }
 
   async reconcile(): Promise<ProcessResult> {
@@ -185,7 +201,7 @@ export class Reconciler {
    */
   private async reconcileOnce(nowMs: number): Promise<ProcessResult> {
     const objects = this.opts.objects();
-    const published = await this.publishSnapshot(objects);
+    const published = await this.publishOrNoteFailure(objects);
     const compiled = await this.computeStatuses(objects, published.phase, nowMs);
     const events = new EventTally(this.opts.events);
     const byName = new Map(objects.map((o) => [o.metadata.name, o]));
@@ -199,6 +215,30 @@ export class Reconciler {
     this.recordMetrics(objects, compiled, published.shards);
     this.report(published, changed.length, events.count, nowMs);
     return { requeueAfterMs: this.nextWake(compiled, published.outcome, nowMs) };
+  }
+
+  /**
+   * Publishes the snapshot. When that fails (and not because the lease went), the failure is remembered until a
+   * write succeeds and every object waiting for its generation is queued, so its status says Reconciling and why.
+   */
+  private async publishOrNoteFailure(objects: readonly ProtectedScope[]): Promise<Published> {
+    try {
+      const published = await this.publishSnapshot(objects);
+      this.publishFailure = undefined;
+      return published;
+    } catch (e) {
+      if (!(e instanceof NotLeaderError)) {
+        this.publishFailure = describeError(e);
+        for (const o of objects) if (this.awaitsSnapshot(o)) this.opts.enqueueStatus(o.metadata.name);
+      }
+      throw e;
+    }
+  }
+
+  /** An object whose generation neither the last published compile nor its own status (an earlier publish) holds. */
+  private awaitsSnapshot(o: ProtectedScope): boolean {
+    if (this.last && desiredNow(o, this.last.phase, this.last.compiled, this.now()) !== undefined) return false;
+    return o.metadata.generation !== undefined && o.status?.observedGeneration !== o.metadata.generation;
   }
 
   /** The snapshot first: compiled, sharded and written (only what differs) before any status work. */
@@ -274,8 +314,8 @@ export class Reconciler {
       }
       if (merged) this.announcedMerges.set(o.metadata.name, merged);
       else this.announcedMerges.delete(o.metadata.name);
-      const ready = d.conditions?.[0];
-      const beforeReady = before?.conditions?.find((c) => c.type === 'Ready');
+      const ready = conditionOf(d.conditions, READY);
+      const beforeReady = conditionOf(before?.conditions, READY);
       if (ready?.status === 'False' && !(beforeReady?.status === 'False' && beforeReady.reason === ready.reason)) {
         events.emit(this.refOf(o), 'Warning', 'CompileFailed', ready.message);
       }

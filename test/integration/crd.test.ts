@@ -389,7 +389,7 @@ describeCluster('ProtectedScope CRD', () => {
       });
     }
 
-    it('prints Scope, Kind, State, Tokens, Age (and Active, Networks, Ready with -o wide)', async () => {
+    it('prints Scope, Kind, State, Tokens, Stalled, Age (and Active, Networks, Ready with -o wide)', async () => {
       const name = `ps-printer-${++counter}`;
       const body = scope({ topicHierarchy: 'origin.a.wis2.mw-met.data.core', tokens: [token(), token({ expiresAt: '2020-01-01T00:00:00Z' })] }, name);
       (body.metadata as Record<string, unknown>).labels = { printer: 'yes' };
@@ -406,13 +406,14 @@ describeCluster('ProtectedScope CRD', () => {
 
       const t = await table();
       const columns = t.columnDefinitions.map((c) => c.name);
-      expect(columns).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Active', 'Networks', 'Ready', 'Age']);
-      // kubectl hides priority > 0 columns unless -o wide
-      expect(t.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Age']);
+      expect(columns).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Active', 'Networks', 'Ready', 'Stalled', 'Age']);
+      // kubectl hides priority > 0 columns unless -o wide; Stalled is empty unless the spec can never compile.
+      expect(t.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name)).toEqual(['Name', 'Scope', 'Kind', 'State', 'Tokens', 'Stalled', 'Age']);
       expect(t.rows).toHaveLength(1);
       const cells = t.rows[0]?.cells ?? [];
       expect(cells.slice(0, 8)).toEqual([name, 'origin.a.wis2.mw-met.data.core', 'topicHierarchy', 'Closed', 2, 1, 3, 'True']);
-      expect(String(cells[8])).toMatch(/^\d+s$/);
+      expect(cells[8] ?? '').toBe('');
+      expect(String(cells[9])).toMatch(/^\d+s$/);
     });
 
     it('answers to its short name and category in discovery', async () => {
