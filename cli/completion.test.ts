@@ -32,7 +32,7 @@ const CASES: [string[], string[]][] = [
   [['auth', 'has-access-topic', '--fr'], ['--from']],
   // public offers --path only: the scope kinds it refuses are not offered.
   [['auth', 'public', '--p'], ['--path']],
-  [['auth', 'public', '--'], ['--api-prefix', '--context', '--dir', '--help', '--kubeconfig', '--namespace', '--off', '--open-paths-by-default', '--output', '--path', '--request-timeout', '--version', '--waf-prefix']],
+  [['auth', 'public', '--'], ['--allow-unserved', '--api-prefix', '--context', '--dir', '--help', '--kubeconfig', '--namespace', '--off', '--open-paths-by-default', '--output', '--path', '--request-timeout', '--version', '--waf-prefix', '--wait', '--wait-timeout']],
 ];
 
 const plain = (lines: readonly string[]) => lines.map((l) => l.split('\t')[0]!).sort();

@@ -1,3 +1,4 @@
+// Shell completion (bash, zsh, fish, kubectl's plugin completion), generated from the command tree.
 import type { CommandUnknownOpts as Command, Option } from '@commander-js/extra-typings';
 
 /**

@@ -1,3 +1,4 @@
+// The CLI's output formats: json and yaml of plain values, kubectl-like tables, manifests without server fields.
 import { dump } from 'js-yaml';
 import { orderedSpec, type ProtectedScope, type ProtectedScopeSpec } from '../core/index.js';
 

@@ -131,7 +131,7 @@ describe('svc completion', () => {
     [['svc', ''], ['auth', 'completion']],
     [['svc', 'auth', 're'], ['remove-subject', 'remove-network', 'remove-tokens', 'remove-token']],
     [['svc', 'auth', 'add-n'], ['add-network']],
-    [['svc', 'auth', 'add-network', '--'], ['--topic-hierarchy', '--metadata-id', '--path', '--cidr', '--description', '--from-file', '--replace', '--output', '--help', '--version', '--kubeconfig', '--context', '--namespace', '--dir', '--request-timeout', '--open-paths-by-default', '--waf-prefix', '--api-prefix']],
+    [['svc', 'auth', 'add-network', '--'], ['--topic-hierarchy', '--metadata-id', '--path', '--wait', '--wait-timeout', '--cidr', '--description', '--from-file', '--replace', '--allow-wide-network', '--output', '--help', '--version', '--kubeconfig', '--context', '--namespace', '--dir', '--request-timeout', '--allow-unserved', '--open-paths-by-default', '--waf-prefix', '--api-prefix']],
     [['svc', 'auth', 'has-access-topic', '--fr'], ['--from']],
     [['svc', '--dir', 'x', 'auth', 'sh'], ['show']],
     [['svc', 'auth', 'show', '-o', ''], ['table', 'text', 'json', 'yaml', 'wcmp2']],

@@ -1,3 +1,4 @@
+// The `svc` command tree (commander), its global options and one-line usage errors.
 import { Argument, Command, CommanderError, Option, type CommandUnknownOpts, type OptionValues } from '@commander-js/extra-typings';
 import { parseDuration, TIMER_MAX_MS } from '../lib/duration.js';
 import { VERSION } from '../lib/version.js';
@@ -20,6 +21,7 @@ interface GlobalOptions {
   namespace?: string;
   dir?: string;
   requestTimeout?: string;
+  allowUnserved?: boolean;
 }
 
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -70,6 +72,7 @@ function storeOptions(g: GlobalOptions): StoreOptions {
     ...(g.namespace !== undefined ? { namespace: g.namespace } : {}),
     ...(g.dir !== undefined ? { dir: g.dir } : {}),
     ...(g.requestTimeout !== undefined ? { requestTimeoutMs: parseTimeout(g.requestTimeout) } : {}),
+    ...(g.allowUnserved === true ? { allowUnserved: true } : {}),
   };
 }
 
@@ -101,6 +104,7 @@ function commandPath(cmd: CommandUnknownOpts): string {
  */
 function usageLine(message: string, cmd: CommandUnknownOpts): string {
   let line = message.replace(/\s*\n\s*/g, ' ').trim();
+  line = withOptionSuggestion(line, cmd);
   line = line.replace(/unknown option '([^']*)'/, (whole, flag: string) =>
     /^--[a-z][a-z0-9-]{0,40}(=.*)?$/.test(flag) || /^-[A-Za-z]$/.test(flag)
       ? whole
@@ -111,6 +115,55 @@ function usageLine(message: string, cmd: CommandUnknownOpts): string {
   );
   return `${line} (see ${commandPath(cmd)} --help)\n`;
 }
+
+/** Spellings of a scope flag that commander's edit-distance suggestion does not reach (`--topic`). */
+const SCOPE_FLAG_SPELLINGS: Readonly<Record<string, string>> = {
+  '--topic': '--topic-hierarchy', '--topics': '--topic-hierarchy', '--hierarchy': '--topic-hierarchy', '--topic-hierarchie': '--topic-hierarchy', '--topichierarchy': '--topic-hierarchy',
+  '--metadata': '--metadata-id', '--metadata-identifier': '--metadata-id', '--dataset': '--metadata-id', '--dataset-id': '--metadata-id', '--urn': '--metadata-id', '--metadataid': '--metadata-id',
+  '--paths': '--path', '--process': '--path',
+};
+
+/** An unknown option that is a known misspelling of a scope flag the command has gets commander's "(Did you mean ...?)". */
+function withOptionSuggestion(line: string, cmd: CommandUnknownOpts): string {
+  if (/did you mean/i.test(line)) return line;
+  const m = /unknown option '(--[a-z][a-z-]*)(=[^']*)?'/.exec(line);
+  const meant = m ? SCOPE_FLAG_SPELLINGS[m[1]!] : undefined;
+  if (meant === undefined || !cmd.options.some((o) => o.long === meant)) return line;
+  return `${line} (Did you mean ${meant}?)`;
+}
+
+/** How an argument that is a scope should have been given: its flag, when its shape tells the kind. */
+function scopeFlagOf(operand: string): { flag: string; kind: string } | undefined {
+  if (/^urn:/i.test(operand)) return { flag: '--metadata-id', kind: 'a dataset (metadata identifier)' };
+  if (/^(origin|cache)([./]|$)/i.test(operand)) return { flag: '--topic-hierarchy', kind: 'a topic hierarchy' };
+  if (/^\/?(processes|collections)\//i.test(operand) || operand.includes('/')) return { flag: '--path', kind: 'a path' };
+  if (operand.includes('.')) return { flag: '--topic-hierarchy', kind: 'a topic hierarchy' };
+  return undefined;
+}
+
+/**
+ * Operands beyond those a command declares (`svc auth show origin.a.wis2...`): a usage error naming the flag a scope
+ * takes, instead of commander's "too many arguments". The operand is repeated only when it has a scope's shape (lower
+ * case, no token prefix): it may be a token pasted in the wrong place, which is never echoed.
+ */
+function refuseOperands(cmd: CommandUnknownOpts, declared: number): void {
+  const extra = cmd.args.slice(declared);
+  if (extra.length === 0) return;
+  const path = commandPath(cmd);
+  const flags = 'one of --topic-hierarchy T, --metadata-id M or --path P';
+  if (declared > 0) throw usageError(`${path} takes one argument, the token; the scope goes in a flag: ${flags} (see ${path} --help)`);
+  const operand = extra[0]!;
+  const guess = scopeFlagOf(operand);
+  const echo = /^[a-z0-9:._/-]{1,256}$/.test(operand) && !/^svc_/.test(operand);
+  if (guess === undefined) throw usageError(`${path} takes no argument: a scope goes in a flag, ${flags} (see ${path} --help)`);
+  throw usageError(`${path} takes the scope as a flag, not as an argument: ${echo ? `give ${guess.flag} ${operand}` : `this one looks like ${guess.kind}, given with ${guess.flag}`} (or ${flags}; see ${path} --help)`);
+}
+
+/** --wait and --wait-timeout, on every command that writes. */
+const waitOptions = <A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) =>
+  cmd
+    .option('--wait', 'return once svc-operator has compiled the change into the snapshot svc-auth enforces (Kubernetes only); exit 1 if not within --wait-timeout, the change staying written')
+    .option('--wait-timeout <duration>', 'how long --wait waits, e.g. 30s or 2m (default 30s; implies --wait)');
 
 /** --topic-hierarchy, --metadata-id and --path, typed into the command's options (commander's extra typings). */
 const scopeOptions = <A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, what: string) =>
@@ -126,7 +179,7 @@ const outputOption = <const C extends readonly string[]>(choices: C, fallback: C
  * Runs a command: its code (imported when it runs) gets the context every command gets; its answer is the exit code.
  * Each action passes its own arguments and options, as commander's extra typings infer them from the declarations.
  */
-type Runner = (cmd: CommandUnknownOpts, command: (ctx: CommandContext) => Promise<number>) => Promise<void>;
+type Runner = (cmd: CommandUnknownOpts, command: (ctx: CommandContext) => Promise<number>, operands?: number) => Promise<void>;
 
 export function buildProgram(io: Io, setExit: (code: number) => void): CommandUnknownOpts {
   const name = io.programName;
@@ -154,9 +207,10 @@ function withGlobalOptions(program: Command) {
     .version(VERSION, '-V, --version', 'print the version')
     .option('--kubeconfig <path>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)')
     .option('--context <name>', 'kubeconfig context to use')
-    .option('-n, --namespace <namespace>', 'namespace of the ProtectedScopes (default: the context\'s)')
+    .option('-n, --namespace <namespace>', 'namespace of the ProtectedScopes (default: the context\'s, else the one namespace the chart\'s record in kube-public says an svc-operator serves)')
     .option('--dir <dir>', 'use a directory of ProtectedScope manifests instead of a cluster (also $SVC_SCOPES_DIR)')
     .option('--request-timeout <duration>', 'timeout of each Kubernetes API request, e.g. 30s (default 30s)')
+    .option('--allow-unserved', 'write even where no svc-operator serves the namespace, because one is being set up (otherwise refused: nothing would enforce the change)')
     .option('--open-paths-by-default', "answer as an svc-auth run with --open-paths-by-default does (also $SVC_OPEN_PATHS_BY_DEFAULT=true)")
     .option('--waf-prefix <prefix>', "svc-auth's --waf-prefix (default /data; also $SVC_WAF_PREFIX)")
     .option('--api-prefix <prefix>', "svc-auth's --api-prefix, which paths below <prefix>/processes and <prefix>/collections are read against (default /oapi; also $SVC_API_PREFIX)")
@@ -166,7 +220,8 @@ function withGlobalOptions(program: Command) {
 
 /** Each action gets the context (io, the global options checked up front, a lazily opened store) and sets the exit code. */
 function runner(io: Io, setExit: (code: number) => void, globalOptions: () => GlobalOptions): Runner {
-  return async (cmd, command) => {
+  // `operands`: how many arguments the command declares; more are refused with the flag a scope takes (refuseOperands).
+  return async (cmd, command, operands) => {
     const globals = globalOptions();
     const fromEnv = parseBooleanSetting('SVC_OPEN_PATHS_BY_DEFAULT', io.env.SVC_OPEN_PATHS_BY_DEFAULT);
     if (fromEnv instanceof Error) throw usageError(fromEnv.message);
@@ -178,11 +233,12 @@ function runner(io: Io, setExit: (code: number) => void, globalOptions: () => Gl
       prefixes: await prefixesOf(globals, io.env),
       openStore: async (): Promise<ScopeStore> => {
         const { openStore } = await import('./backends/open.js');
-        return openStore(storeOptions(globals), io.env);
+        return openStore({ ...storeOptions(globals), note: (line) => io.err(`${line}\n`) }, io.env);
       },
     };
     // Validate the global options up front, so a bad one is a usage error even for commands that fail later.
     storeOptions(globals);
+    if (operands !== undefined) refuseOperands(cmd, operands);
     setExit(await command(ctx));
   };
 }
@@ -199,7 +255,10 @@ function addTokenCommand(auth: Command, run: Runner, name: string): void {
     .option('--expires-at <time>', 'expire the token at this RFC 3339 time, e.g. 2027-01-01T00:00:00Z')
     .option('--description <text>', 'what the token is for (shown by show; at most 256 characters)')
     .option('--dry-run', 'print the resulting object without writing it (with -o yaml|json: the manifest on stdout, the token on stderr)')
+    .option('--wait', 'return once svc-operator has compiled the change into the snapshot svc-auth enforces (Kubernetes only); exit 1 if not within --wait-timeout, the change staying written')
+    .option('--wait-timeout <duration>', 'how long --wait waits, e.g. 30s or 2m (default 30s; implies --wait)')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .allowExcessArguments(true)
     .addHelpText(
       'after',
       `
@@ -209,9 +268,14 @@ Examples:
   ${name} auth add-token --topic-hierarchy origin/a/wis2/mw-met/data/core --expires-in 90d
   ${name} auth add-token --metadata-id urn:wmo:md:mw-met:surface-weather-observations "$TOKEN"
   ${name} --dir gitops/scopes auth add-token --topic-hierarchy origin.a.wis2 --description "partner NMHS"
-  ${name} auth add-token --topic-hierarchy origin.a.wis2 --dry-run -o yaml > scope.yaml   # token on stderr`,
+  ${name} auth add-token --topic-hierarchy origin.a.wis2 --dry-run -o yaml > scope.yaml   # token on stderr
+  ${name} -n svc auth add-token --path processes/svc --wait    # returns once svc-operator has compiled it
+
+A change is in force once svc-operator has compiled it and svc-auth has loaded the snapshot (about a second; --wait
+waits for it); a proxy that caches svc-auth's answers may allow what it takes away for auth.cacheMaxAge more (30 s).
+A namespace no svc-operator serves is refused (--allow-unserved while one is being set up).`,
     )
-    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/add-token.js')).addToken(ctx, token, opts)));
+    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/add-token.js')).addToken(ctx, token, opts), 1));
 
 }
 
@@ -224,8 +288,11 @@ function removeTokenCommand(auth: Command, run: Runner): void {
     'edit',
   )
     .option('--id <id>', 'the id of the token to remove (12 hex characters, as show lists them)')
+    .option('--wait', 'return once svc-operator has compiled the change into the snapshot svc-auth enforces (Kubernetes only); exit 1 if not within --wait-timeout, the change staying written')
+    .option('--wait-timeout <duration>', 'how long --wait waits, e.g. 30s or 2m (default 30s; implies --wait)')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/remove.js')).removeToken(ctx, token, opts)));
+    .allowExcessArguments(true)
+    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/remove.js')).removeToken(ctx, token, opts), 1));
 
 }
 
@@ -233,7 +300,8 @@ function removeTokenCommand(auth: Command, run: Runner): void {
 function readingCommands(auth: Command, run: Runner): void {
   scopeOptions(auth.command('show').description('list protected scopes: kind, state, token count, token ids, descriptions, expiry, subjects and networks (never a token)'), 'only')
     .addOption(outputOption(['table', 'text', 'json', 'yaml', 'wcmp2'], 'table'))
-    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/show.js')).show(ctx, opts)));
+    .allowExcessArguments(true)
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/show.js')).show(ctx, opts), 0));
 
   scopeOptions(
     auth
@@ -246,7 +314,8 @@ function readingCommands(auth: Command, run: Runner): void {
     .option('--group <group>', "one of the identity's groups (repeat for each)", collect)
     .option('--from <address>', 'the client address (IPv4 or IPv6, as the proxy sees it): granted when a network of a governing scope holds it, else the token or --user decides')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/has-access.js')).hasAccess(ctx, token, opts)));
+    .allowExcessArguments(true)
+    .action((token, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/has-access.js')).hasAccess(ctx, token, opts), 1));
 
 }
 
@@ -256,14 +325,15 @@ function subjectCommands(auth: Command, run: Runner): void {
     ['add-subject', 'grant an identity of the OpenID provider access to a scope (a user, or every member of a group); a subject closes the scope as a token does', 'grant'],
     ['remove-subject', 'take an identity\'s grant back; the scope opens when no token, subject, network or closed: true is left', 'revoke'],
   ] as const) {
-    scopeOptions(auth.command(verb).description(description), purpose)
+    waitOptions(scopeOptions(auth.command(verb).description(description), purpose))
       .option('--user <user>', "a user, named as kube-apiserver names it: the issuer URL, # and the sub by default (https://login.example.org/dex#alice), the bare email with --oidc-username-claim email, or the configured prefix and the claim")
       .option('--group <group>', 'a group: an entry of the groups claim, with the groups prefix when svc-auth configures one (none by default)')
       .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+      .allowExcessArguments(true)
       .action((opts, cmd) => run(cmd, async (ctx) => {
         const { addSubject, removeSubject } = await import('./commands/subjects.js');
         return (verb === 'add-subject' ? addSubject : removeSubject)(ctx, opts);
-      }));
+      }, 0));
   }
 
 }
@@ -273,17 +343,19 @@ const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 /** add-network and remove-network: grants by client address (docs/wis2.md). */
 function networkCommands(auth: Command, run: Runner, name: string): void {
-  scopeOptions(
+  waitOptions(scopeOptions(
     auth
       .command('add-network')
       .description("grant a network access to a scope by client address, as svc-auth's proxy saw it (e.g. the WIS2 Global Services); a network closes the scope as a token does"),
     'grant',
-  )
+  ))
     .option('--cidr <cidr>', 'a network in canonical form, 203.0.113.7/32 or 2001:db8::/32 (repeat for more)', collect)
     .option('--description <text>', 'whose network it is (for the --cidr networks; at most 256 characters)')
     .option('--from-file <file>', 'read networks from a file ("-": stdin), one a line: the network, then its description; "#" starts a comment')
     .option('--replace', "make the networks given the scope's whole list: any other is taken away (keeps a list such as the Secretariat's current)")
+    .option('--allow-wide-network', 'grant a network wider than one organisation\'s (IPv4 shorter than /8, IPv6 shorter than /32, 0.0.0.0/0 and ::/0: everyone) on purpose; refused otherwise')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .allowExcessArguments(true)
     .addHelpText('after', `
 Examples:
   ${name} auth add-network --path data --cidr 203.0.113.7/32 --description "Global Cache"
@@ -291,33 +363,39 @@ Examples:
   ${name} auth add-network --path data --from-file global-services.txt --replace
 
 A network is written in canonical form (the network address, no host bit set; IPv6 in lower case with "::"): a
-network written otherwise is refused with the form to use (203.0.113.9/24: use 203.0.113.0/24).`)
-    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/networks.js')).addNetwork(ctx, opts)));
+network written otherwise is refused with the form to use (203.0.113.9/24: use 203.0.113.0/24). A network wider than
+one organisation's (IPv4 shorter than /8, IPv6 shorter than /32) is refused unless --allow-wide-network: 0.0.0.0/0
+or ::/0 lets everyone in, and the scope is then shown as open to every address, never as closed.`)
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/networks.js')).addNetwork(ctx, opts), 0));
 
-  scopeOptions(auth.command('remove-network').description('take a network\'s grant back; the scope opens when no token, subject, network or closed: true is left'), 'revoke')
+  waitOptions(scopeOptions(auth.command('remove-network').description('take a network\'s grant back; the scope opens when no token, subject, network or closed: true is left'), 'revoke'))
     .option('--cidr <cidr>', 'the network, as show lists it (repeat for more)', collect)
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/networks.js')).removeNetwork(ctx, opts)));
+    .allowExcessArguments(true)
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/networks.js')).removeNetwork(ctx, opts), 0));
 
 }
 
 /** What opens or closes a scope besides its tokens: remove-tokens, close, open, public. */
 function stateCommands(auth: Command, run: Runner, name: string): void {
-  scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: a topic hierarchy or dataset opens, unless closed: true, a subject or a network keeps it closed; a path scope stays closed with 0 tokens'), 'open')
+  waitOptions(scopeOptions(auth.command('remove-tokens').description('remove every token of a scope: a topic hierarchy or dataset opens, unless closed: true, a subject or a network keeps it closed; a path scope stays closed with 0 tokens'), 'open'))
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .allowExcessArguments(true)
     .addHelpText('after', `
 Path scopes (processes/..., collections/stations, other paths) are closed by default: with their last token gone they
 stay "Closed, 0 tokens (closed by default: ...)": nothing executes or writes until a token grants it again (unless svc-auth runs
 with --open-paths-by-default). The objects stay, with an empty token list; nothing is deleted.`)
-    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/remove.js')).removeTokens(ctx, opts)));
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/remove.js')).removeTokens(ctx, opts), 0));
 
-  scopeOptions(auth.command('close').description('keep a scope closed even with no token (closed: true), e.g. an embargoed dataset whose tokens come later'), 'close')
+  waitOptions(scopeOptions(auth.command('close').description('keep a scope closed even with no token (closed: true), e.g. an embargoed dataset whose tokens come later'), 'close'))
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/close.js')).close(ctx, opts)));
+    .allowExcessArguments(true)
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/close.js')).close(ctx, opts), 0));
 
-  scopeOptions(auth.command('open').description('clear closed: true; a scope with tokens stays closed until they are removed'), 'open')
+  waitOptions(scopeOptions(auth.command('open').description('clear closed: true; a scope with tokens stays closed until they are removed'), 'open'))
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
-    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/close.js')).open(ctx, opts)));
+    .allowExcessArguments(true)
+    .action((opts, cmd) => run(cmd, async (ctx) => (await import('./commands/close.js')).open(ctx, opts), 0));
 
   auth
     .command('public')
@@ -327,7 +405,10 @@ with --open-paths-by-default). The objects stay, with an empty token list; nothi
     .addOption(new Option('--topic-hierarchy <topic>').hideHelp())
     .addOption(new Option('--metadata-id <urn>').hideHelp())
     .option('--off', 'no longer public (a process goes back to closed by default)')
+    .option('--wait', 'return once svc-operator has compiled the change into the snapshot svc-auth enforces (Kubernetes only); exit 1 if not within --wait-timeout, the change staying written')
+    .option('--wait-timeout <duration>', 'how long --wait waits, e.g. 30s or 2m (default 30s; implies --wait)')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
+    .allowExcessArguments(true)
     .addHelpText('after', `
 Examples:
   ${name} auth public --path processes/station-info         # wis2box-ui's station map calls it without a token
@@ -336,7 +417,7 @@ Examples:
       const { setPublic } = await import('./commands/public.js');
       if (opts.path === undefined) throw usageError(`only a path scope can be public: give --path P (see ${ctx.commandPath} --help)`);
       return setPublic(ctx, opts);
-    }));
+    }, 0));
 
 }
 
@@ -347,6 +428,8 @@ function importCommand(auth: Command, run: Runner): void {
     .argument('<file>', 'the wis2box-auth store (WIS2BOX_AUTH_STORE, /data/wis2box/auth.db by default)')
     .option('--dry-run', 'say what would be imported, write nothing')
     .option('--accept-narrower', 'import even where the protection becomes narrower than wis2box-auth\'s: rows of no scope are skipped, and a one-word topic keeps only the URL forms a scope can close (both listed)')
+    .option('--wait', 'return once svc-operator has compiled the change into the snapshot svc-auth enforces (Kubernetes only); exit 1 if not within --wait-timeout, the change staying written')
+    .option('--wait-timeout <duration>', 'how long --wait waits, e.g. 30s or 2m (default 30s; implies --wait)')
     .addOption(outputOption(['text', 'json', 'yaml'], 'text'))
     .action((file, opts, cmd) => run(cmd, async (ctx) => (await import('./commands/import.js')).importStore(ctx, file, opts)));
 

@@ -39,3 +39,20 @@ describe('enforcedState: networks', () => {
     expect(enforcedState(undefined, topic('a'), { tokens: 0, subjects: 0, closedFlag: false, public: false }, DEFAULT_CONFIG)).toEqual({ state: 'Open' });
   });
 });
+
+describe('enforcedState: networks that hold every address, or wide ones', () => {
+  it('with the networks given, 0.0.0.0/0 and ::/0 make the scope open to every address, a path scope with an index too', () => {
+    const objects = [withNetworks(path('data'), 'd', ['0.0.0.0/0', '::/0']), { ...withNetworks(path('processes/x'), 'p', []), spec: { path: 'processes/x', tokens: [], public: true } } as ProtectedScope];
+    const snapshot = compileSnapshot(objects);
+    const index = buildIndex(snapshot.generation, snapshot.lines);
+    if (!index.ok) throw new Error(index.error);
+    expect(enforcedState(index.value, path('data'), { ...grants(2), networkCidrs: ['0.0.0.0/0', '::/0'] }, DEFAULT_CONFIG)).toEqual({ state: 'Open', everyAddress: 'all' });
+    expect(enforcedState(undefined, topic('a'), { ...grants(1), tokens: 1, networkCidrs: ['::/0'] }, DEFAULT_CONFIG)).toEqual({ state: 'Open', everyAddress: 6 });
+    expect(enforcedState(undefined, topic('a'), { ...grants(1), networkCidrs: ['10.0.0.0/7'] }, DEFAULT_CONFIG)).toEqual({ state: 'Closed', by: 'networks', wide: ['10.0.0.0/7'] });
+  });
+
+  it('a count without the networks (a caller that has only counts) says what the counts say', () => {
+    expect(enforcedState(undefined, topic('a'), grants(1), DEFAULT_CONFIG)).toEqual({ state: 'Closed', by: 'networks' });
+    expect(enforcedState(undefined, topic('a'), { tokens: 0, subjects: 0, closedFlag: false, public: false, networkCidrs: ['0.0.0.0/0'] }, DEFAULT_CONFIG)).toEqual({ state: 'Open', everyAddress: 4 });
+  });
+});

@@ -6,6 +6,7 @@
  */
 import type { AccessIndex } from './access-index.js';
 import { decideForScopeAnonymous, type ScopeConfig } from './decide.js';
+import { networkReach } from './network.js';
 import { publicRefusal } from './path-scope.js';
 import { scopeKey, type Scope } from './scope.js';
 import { stateOf, type ScopeState } from './scope-state.js';
@@ -16,6 +17,11 @@ interface OwnGrants {
   readonly subjects: number;
   /** Networks granted (absent: none). */
   readonly networks?: number;
+  /**
+   * The networks themselves (canonical text), where the caller has them: a network holding every address of a family
+   * makes the scope open to those clients, and one wider than an organisation's is named (network.ts networkReach).
+   */
+  readonly networkCidrs?: readonly string[];
   readonly closedFlag: boolean;
   /** An object of the scope says `public: true`. */
   readonly public: boolean;
@@ -32,8 +38,9 @@ function publicAllowed(scope: Scope, config: ScopeConfig): boolean {
  */
 export function enforcedState(index: AccessIndex | undefined, scope: Scope, own: OwnGrants, config: ScopeConfig): ScopeState {
   const isPublic = own.public && publicAllowed(scope, config);
-  const s = stateOf(scope, own.tokens, own.closedFlag, config.openPathsByDefault === true, own.subjects, isPublic, config, own.networks ?? 0);
-  if (scope.kind !== 'path' || s.state === 'Closed' || index === undefined) return s;
+  const reach = own.networkCidrs !== undefined ? networkReach(own.networkCidrs) : undefined;
+  const s = stateOf(scope, own.tokens, own.closedFlag, config.openPathsByDefault === true, own.subjects, isPublic, config, own.networks ?? own.networkCidrs?.length ?? 0, reach);
+  if (scope.kind !== 'path' || s.state === 'Closed' || index === undefined || s.everyAddress !== undefined) return s;
   const d = decideForScopeAnonymous(index, scope, config);
   if (d.outcome === 'open' || d.outcome === 'malformed' || !('governing' in d)) return s;
   // A path spelt as a prefix path whose own requests are closed by default (`oapi/collections/stations`).

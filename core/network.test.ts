@@ -1,7 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { isIP } from 'node:net';
-import { formatAddress, networkOf, networksHolding, NetworkSet, parseAddressInto, parseNetwork, type AddressFamily, type Network } from './network.js';
+import {
+  addressCount, everyAddressNote, everyAddressWords, formatAddress, networkOf, networkReach, networksHolding, NetworkSet, parseAddressInto, parseNetwork, wideNetworkRefusal, WIDEST_PREFIX,
+  type AddressFamily, type Network,
+} from './network.js';
 
 const net = (text: string): Network => {
   const r = parseNetwork(text);
@@ -198,5 +201,37 @@ describe('NetworkSet', () => {
     const empty = new NetworkSet([]);
     expect(empty.find(4, new Uint32Array(4))).toBeUndefined();
     expect(empty.find(6, new Uint32Array(4))).toBeUndefined();
+  });
+});
+
+describe('how wide a network may be granted (docs/cli-safety.md)', () => {
+  const why = (cidr: string) => wideNetworkRefusal(net(cidr));
+
+  it('a network holding every address of a family is refused in words', () => {
+    expect(why('0.0.0.0/0')).toBe('0.0.0.0/0 holds every IPv4 address: granted, it would let everyone in without a token');
+    expect(why('::/0')).toBe('::/0 holds every IPv6 address: granted, it would let everyone in without a token');
+  });
+
+  it('IPv4 shorter than /8 and IPv6 shorter than /32 are refused with how many addresses they hold; the bounds themselves pass', () => {
+    expect(why('10.0.0.0/7')).toBe('10.0.0.0/7 holds 33,554,432 IPv4 addresses, more than one organisation\'s network (the widest granted is a /8)');
+    expect(why('2001:d00::/24')).toBe('2001:d00::/24 holds 2^104 IPv6 addresses, more than one organisation\'s network (the widest granted is a /32)');
+    for (const ok of ['10.0.0.0/8', '203.0.113.7/32', '2001:db8::/32', '2001:db8:5::/48']) expect(why(ok)).toBeUndefined();
+    expect(WIDEST_PREFIX).toEqual({ 4: 8, 6: 32 });
+  });
+
+  it('networkReach: every address of both families, of one, or wide networks named', () => {
+    expect(networkReach(['0.0.0.0/0', '::/0', '203.0.113.7/32'])).toEqual({ every: 'all', wide: [] });
+    expect(networkReach(['0.0.0.0/0', '2001:db8::/32'])).toEqual({ every: 4, wide: [] });
+    expect(networkReach(['::/0'])).toEqual({ every: 6, wide: [] });
+    expect(networkReach(['10.0.0.0/7', '203.0.113.7/32', '2001:d00::/24', 'not a network'])).toEqual({ wide: ['10.0.0.0/7', '2001:d00::/24'] });
+    expect(networkReach([])).toEqual({ wide: [] });
+  });
+
+  it('says what a client is told in words', () => {
+    expect(everyAddressWords('all')).toBe('every address');
+    expect(everyAddressWords(6)).toBe('every IPv6 address');
+    expect(everyAddressNote('the dataset x', 'all')).toBe('Download of the dataset x is open to every address: the data provider grants a network that holds them all.');
+    expect(addressCount(net('0.0.0.0/1'))).toBe('2,147,483,648');
+    expect(addressCount(net('::/1'))).toBe('2^127');
   });
 });

@@ -319,3 +319,81 @@ export function networksHolding(set: NetworkSet, address: string): Network[] {
 export function networkLimitNote(what: string): string {
   return `Download of ${what} is limited to the networks the data provider grants, such as the WIS2 Global Services: fetch it from a WIS2 Global Cache, or present a token as described here.`;
 }
+
+/**
+ * The widest network a scope grants unless the data owner says that it admits a large part of the Internet on purpose
+ * (the CLI's `--allow-wide-network`; docs/cli-safety.md). IPv4: a /8, 16,777,216 addresses, the largest block ever
+ * assigned to one organisation; a shorter prefix spans several organisations' networks. IPv6: a /32, the usual
+ * allocation of a regional registry to a whole provider (every customer of it); a shorter prefix spans several
+ * providers. A WIS2 Global Service or a partner's gateway is a handful of addresses, so a wider network is a mistake
+ * (`0.0.0.0/0` typed for "any") far more often than a decision. The CRD does not enforce the bound: a hand-written
+ * object may grant any network, and every view then says what it admits (networkReach).
+ */
+export const WIDEST_PREFIX: Readonly<Record<AddressFamily, number>> = { 4: 8, 6: 32 };
+
+/** `IPv4` or `IPv6`. */
+export function familyName(family: AddressFamily): string {
+  return family === 4 ? 'IPv4' : 'IPv6';
+}
+
+/** How many addresses a network holds, in words: `16,777,216` (IPv4), `2^96` (IPv6). */
+export function addressCount(n: Pick<Network, 'family' | 'prefix'>): string {
+  const bits = (n.family === 4 ? 32 : 128) - n.prefix;
+  return n.family === 4 ? (2 ** bits).toLocaleString('en-US') : `2^${bits}`;
+}
+
+/**
+ * Why a network is too wide to grant without `--allow-wide-network`, or undefined when it is within WIDEST_PREFIX. A
+ * network of prefix 0 holds every address of its family: granted, it admits everyone while the scope would read closed.
+ */
+export function wideNetworkRefusal(n: Pick<Network, 'family' | 'prefix' | 'cidr'>): string | undefined {
+  const family = familyName(n.family);
+  if (n.prefix === 0) return `${n.cidr} holds every ${family} address: granted, it would let everyone in without a token`;
+  const bound = WIDEST_PREFIX[n.family];
+  if (n.prefix < bound) return `${n.cidr} holds ${addressCount(n)} ${family} addresses, more than one organisation's network (the widest granted is a /${bound})`;
+  return undefined;
+}
+
+/** Which addresses a scope's networks let in, all of them: every address of both families, or of one. */
+export type EveryAddress = 'all' | AddressFamily;
+
+/** What a scope's networks admit beyond "a few known clients" (networkReach). */
+export interface NetworkReach {
+  /** A network holds every address of both families (`all`) or of one (4, 6): those clients need nothing else. */
+  readonly every?: EveryAddress;
+  /** Networks wider than WIDEST_PREFIX that do not hold a whole family, canonical text, in text order. */
+  readonly wide: readonly string[];
+}
+
+/** What the canonical networks `cidrs` admit (malformed ones are ignored: they grant nothing). */
+export function networkReach(cidrs: Iterable<string>): NetworkReach {
+  let v4 = false;
+  let v6 = false;
+  const wide: string[] = [];
+  for (const cidr of cidrs) {
+    const parsed = parseNetwork(cidr);
+    if (!parsed.ok) continue;
+    const n = parsed.value;
+    if (n.prefix === 0) {
+      if (n.family === 4) v4 = true;
+      else v6 = true;
+    } else if (n.prefix < WIDEST_PREFIX[n.family]) wide.push(n.cidr);
+  }
+  const every: EveryAddress | undefined = v4 && v6 ? 'all' : v4 ? 4 : v6 ? 6 : undefined;
+  return { ...(every !== undefined ? { every } : {}), wide: [...new Set(wide)].sort() };
+}
+
+/** `every address`, `every IPv4 address`. */
+export function everyAddressWords(every: EveryAddress): string {
+  return every === 'all' ? 'every address' : `every ${familyName(every)} address`;
+}
+
+/**
+ * What a client is told where a scope's networks hold every address of a family (the public list, `-o wcmp2`): `what`
+ * is open to those clients without a credential, and the others present one as described.
+ */
+export function everyAddressNote(what: string, every: EveryAddress): string {
+  if (every === 'all') return `Download of ${what} is open to every address: the data provider grants a network that holds them all.`;
+  const other = familyName(every === 4 ? 6 : 4);
+  return `Download of ${what} is open to ${everyAddressWords(every)} (the data provider grants a network that holds them all); ${other} clients present a token as described here.`;
+}

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { networkReach } from './network.js';
 import { closedAside, describeState, stateLabel, stateOf, whyClosed, type ClosedBy } from './scope-state.js';
 
 describe('why a scope is closed, written once', () => {
@@ -38,5 +39,36 @@ describe('stateOf: a network closes a scope as a token or a subject does', () =>
     expect(stateOf(topic, 0, true, false, 0, false, undefined, 1)).toEqual({ state: 'Closed', by: 'networks' });
     expect(stateOf(path, 0, false, true, 0, true, undefined, 1)).toEqual({ state: 'Closed', by: 'networks' });
     expect(stateOf(topic, 0, false, false)).toEqual({ state: 'Open' });
+  });
+});
+
+describe('a network that holds every address is never told as closed; a wide one says what it admits', () => {
+  const topic = { kind: 'topic', value: 'a.b' } as const;
+  const reach = (cidrs: string[]) => networkReach(cidrs);
+
+  it('0.0.0.0/0 and ::/0: open to every address, whatever else the scope holds', () => {
+    const s = stateOf(topic, 2, true, false, 1, false, undefined, 2, reach(['0.0.0.0/0', '::/0']));
+    expect(s).toEqual({ state: 'Open', everyAddress: 'all' });
+    expect(stateLabel(s)).toBe('Open (every address)');
+    expect(describeState(s, 2, 1, 2)).toBe('Open to every address (a granted network holds them all), 2 tokens, 1 subject, 2 networks');
+  });
+
+  it('one family: open to every address of it, the others need a grant', () => {
+    const s = stateOf(topic, 1, false, false, 0, false, undefined, 1, reach(['0.0.0.0/0']));
+    expect(s).toEqual({ state: 'Open', everyAddress: 4 });
+    expect(stateLabel(s)).toBe('Open (every IPv4 address)');
+    expect(describeState(s, 1, 0, 1)).toBe('Open to every IPv4 address (a granted network holds every one; other clients need a grant), 1 token, 1 network');
+  });
+
+  it('a wide network: closed, and every report names it with how many addresses it admits', () => {
+    const s = stateOf(topic, 0, false, false, 0, false, undefined, 1, reach(['10.0.0.0/7']));
+    expect(s).toEqual({ state: 'Closed', by: 'networks', wide: ['10.0.0.0/7'] });
+    expect(stateLabel(s)).toBe('Closed (wide network)');
+    expect(describeState(s, 0, 0, 1)).toBe('Closed, 0 tokens, 1 network (10.0.0.0/7 admits 33,554,432 IPv4 addresses without a credential)');
+    expect(closedAside({ by: 'flag', wide: ['10.0.0.0/7'] })).toBe(' (closed: true) (10.0.0.0/7 admits 33,554,432 IPv4 addresses without a credential)');
+  });
+
+  it('networks within the bound change nothing', () => {
+    expect(stateOf(topic, 0, false, false, 0, false, undefined, 1, reach(['203.0.113.7/32']))).toEqual({ state: 'Closed', by: 'networks' });
   });
 });

@@ -1,4 +1,5 @@
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+// A typed client for ProtectedScope objects, and the few reads the CLI makes besides (ConfigMaps, a Lease).
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, PLURAL, type ProtectedScope } from '../core/index.js';
 import { KubeError, toKubeError, type ApiTarget } from './errors.js';
 import { apiConfiguration, DEFAULT_REQUEST_TIMEOUT_MS, loadKubeConfig, targetOf, type KubeConfigOptions } from './kube.js';
@@ -29,12 +30,31 @@ interface WriteOptions {
 
 const DEFAULT_FIELD_MANAGER = 'svc-cli';
 
+/** Where the client's namespace came from: `-n`, the kube context (or the pod's), or the fallback "default". */
+export type NamespaceSource = 'flag' | 'context' | 'default';
+
+/** The part of a ConfigMap the CLI reads to tell whether a namespace is served (the snapshot, the chart's record). */
+export interface ConfigMapSummary {
+  readonly name: string;
+  readonly namespace: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly data: Readonly<Record<string, string>>;
+}
+
+/** The part of a coordination.k8s.io Lease the CLI reads: who holds it and when it was last renewed. */
+export interface LeaseSummary {
+  readonly holderIdentity?: string;
+  readonly renewTimeMs?: number;
+  readonly leaseDurationSeconds?: number;
+}
+
 export class ProtectedScopeClient {
   readonly namespace: string;
   readonly server: string;
   readonly context: string;
   private readonly api: CustomObjectsApi;
   private readonly core: CoreV1Api;
+  private readonly coordination: CoordinationV1Api;
 
   /** Loads the kube configuration as kubectl would; throws KubeError('Config') when there is none usable. */
   static fromOptions(options: ProtectedScopeClientOptions = {}): ProtectedScopeClient {
@@ -47,17 +67,53 @@ export class ProtectedScopeClient {
       timeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(options.otherwise !== undefined ? { otherwise: options.otherwise } : {}),
     };
-    return new ProtectedScopeClient(kc, target);
+    return new ProtectedScopeClient(kc, target, options.namespace !== undefined ? 'flag' : contextNamespace !== undefined ? 'context' : 'default');
   }
 
   constructor(
-    kc: KubeConfig,
+    private readonly kc: KubeConfig,
     private readonly target: ApiTarget,
+    /** Where the namespace came from; a caller may look for a better one than the fallback (withNamespace). */
+    readonly namespaceSource: NamespaceSource = 'flag',
   ) {
     ({ namespace: this.namespace, server: this.server, context: this.context } = target);
     const config = apiConfiguration(kc, { timeoutMs: target.timeoutMs });
     this.api = new CustomObjectsApi(config);
     this.core = new CoreV1Api(config);
+    this.coordination = new CoordinationV1Api(config);
+  }
+
+  /** The same connection on another namespace (one found for the user: the namespace source says so). */
+  withNamespace(namespace: string, source: NamespaceSource): ProtectedScopeClient {
+    return new ProtectedScopeClient(this.kc, { ...this.target, namespace }, source);
+  }
+
+  /**
+   * The ConfigMaps matching a label selector in a namespace, or in every namespace (`namespace` undefined): names,
+   * labels and data, nothing else. Failures are KubeErrors (403 for a user who may not list ConfigMaps there).
+   */
+  async listConfigMaps(namespace: string | undefined, labelSelector: string): Promise<ConfigMapSummary[]> {
+    const list = await this.call('list', undefined, () =>
+      namespace === undefined ? this.core.listConfigMapForAllNamespaces({ labelSelector, limit: 500 }) : this.core.listNamespacedConfigMap({ namespace, labelSelector, limit: 500 }),
+    'configmaps', namespace);
+    return (list.items ?? []).map((cm) => ({ name: cm.metadata?.name ?? '', namespace: cm.metadata?.namespace ?? '', labels: cm.metadata?.labels ?? {}, data: cm.data ?? {} }));
+  }
+
+  /** A Lease of a namespace (who holds it, when it was renewed), or undefined when there is none. */
+  async getLease(namespace: string, name: string): Promise<LeaseSummary | undefined> {
+    try {
+      const lease = await this.call('get', name, () => this.coordination.readNamespacedLease({ name, namespace }), 'leases.coordination.k8s.io', namespace);
+      const renew = lease.spec?.renewTime;
+      const renewTimeMs = renew === undefined ? undefined : new Date(renew as unknown as string).getTime();
+      return {
+        ...(lease.spec?.holderIdentity ? { holderIdentity: lease.spec.holderIdentity } : {}),
+        ...(renewTimeMs !== undefined && Number.isFinite(renewTimeMs) ? { renewTimeMs } : {}),
+        ...(lease.spec?.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: lease.spec.leaseDurationSeconds } : {}),
+      };
+    } catch (e) {
+      if (e instanceof KubeError && e.reason === 'NotFound') return undefined;
+      throw e;
+    }
   }
 
   /** The object, or undefined when it does not exist. */
@@ -150,11 +206,11 @@ export class ProtectedScopeClient {
   }
 
   /** Runs one API call (kube.ts's configuration times each request out), mapping every failure to a KubeError. */
-  private async call<T>(verb: string, name: string | undefined, fn: () => Promise<T>, resource = `${PLURAL}.${API_GROUP}`): Promise<T> {
+  private async call<T>(verb: string, name: string | undefined, fn: () => Promise<T>, resource = `${PLURAL}.${API_GROUP}`, namespace = this.target.namespace): Promise<T> {
     try {
       return await fn();
     } catch (e) {
-      throw toKubeError(e, this.target, { verb, resource, ...(name !== undefined ? { name } : {}) });
+      throw toKubeError(e, { ...this.target, namespace }, { verb, resource, ...(name !== undefined ? { name } : {}) });
     }
   }
 }

@@ -1,10 +1,25 @@
+// The contract between the CLI's commands and the two stores they edit (a Kubernetes namespace, a manifest directory).
 import type { ProtectedScope, Scope } from '../../core/index.js';
+
+/**
+ * Whether an svc-operator has compiled an object (Kubernetes only; a directory has no operator): `unseen`, no status
+ * says a generation was observed (nothing enforces the object); `pending`, the status is of an older generation (the
+ * latest change is not in force yet).
+ */
+export type Compiled = 'compiled' | 'pending' | 'unseen';
 
 /** One ProtectedScope as a backend holds it, with where it lives (for messages): a file, or namespace/name. */
 export interface StoredScope {
   readonly object: ProtectedScope;
   readonly location: string;
+  /** Set by a store with an operator (Kubernetes): whether its status says the object is compiled. */
+  readonly compiled?: Compiled;
 }
+
+/** What waiting for the operator found (ScopeStore.waitForCompiled). */
+export type WaitOutcome =
+  | { readonly ok: true; readonly waitedMs: number }
+  | { readonly ok: false; readonly message: string };
 
 /**
  * Computes the objects to write from the objects currently holding a scope (every object whose spec names
@@ -55,6 +70,19 @@ export interface ScopeStore {
    * caller edits scope by scope.
    */
   updateAll?(edits: readonly ScopeEdit[], options?: UpdateOptions): Promise<UpdateResult[]>;
+  /**
+   * Refuses (a usage error, nothing written) when no svc-operator serves the store, unless told it is coming
+   * (StoreOptions.allowUnserved); a store with no operator (a directory) leaves this out. update() calls it before any
+   * write; a command editing several scopes calls it first, so it fails once, up front.
+   */
+  ensureServed?(): Promise<void>;
+  /**
+   * Waits until svc-operator's status says every object given is compiled at (at least) its generation with
+   * Ready=True, or `timeoutMs` passes. Only where an operator compiles the store (Kubernetes).
+   */
+  waitForCompiled?(objects: readonly ProtectedScope[], timeoutMs: number): Promise<WaitOutcome>;
+  /** How long a proxy's auth cache may keep an allow, in seconds, where the store knows (the chart's record). */
+  cacheMaxAge?(): number | undefined;
   close?(): Promise<void>;
 }
 
@@ -65,6 +93,10 @@ export interface StoreOptions {
   readonly namespace?: string;
   readonly dir?: string;
   readonly requestTimeoutMs?: number;
+  /** Write even where no svc-operator serves the namespace (`--allow-unserved`: the operator is being set up). */
+  readonly allowUnserved?: boolean;
+  /** Where a store says what it found on the way (stderr): the namespace it chose, a namespace nobody serves. */
+  readonly note?: (line: string) => void;
 }
 
 /** Same content, ignoring server-managed fields: lets a backend skip writes that change nothing. */

@@ -1,3 +1,4 @@
+// Which store a command works on: a manifest directory (--dir, SVC_SCOPES_DIR) or a Kubernetes namespace.
 import { usageError } from '../errors.js';
 import type { ScopeStore, StoreOptions } from './backend.js';
 import { DirectoryStore } from './directory.js';

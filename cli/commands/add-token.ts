@@ -1,3 +1,4 @@
+// `svc auth add-token`: a token for a scope, generated or given, stored as its hash and shown once.
 import {
   checkSuppliedToken,
   formatGeneratedToken,
@@ -20,9 +21,12 @@ import { DURATION_UNITS_MS, parseDuration } from '../../lib/duration.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { isoSeconds, manifestOf, structured } from '../output.js';
-import { followUp, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import {
+  followUp, noticingNew, openForWrite, reportInForce, reportNewScope, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, writtenObjects, type CommandContext, type ScopeFlags,
+  type WriteFlags,
+} from './common.js';
 
-interface AddTokenOptions extends ScopeFlags {
+interface AddTokenOptions extends ScopeFlags, WriteFlags {
   readonly expiresIn?: string;
   readonly expiresAt?: string;
   readonly description?: string;
@@ -92,8 +96,10 @@ export async function addToken(ctx: CommandContext, tokenArg: string | undefined
   const token = await theToken(ctx, tokenArg);
   const record = tokenRecordOf(token, nowMs, options.description, expiresAt);
 
-  const store = await ctx.openStore();
-  const result = await store.update(scope, addTokenMutation(scope, record, store.namespace), { dryRun: options.dryRun === true });
+  const target = await openForWrite(ctx, options);
+  const { store } = target;
+  let existed = true;
+  const result = await store.update(scope, noticingNew(addTokenMutation(scope, record, store.namespace), (e) => (existed = e)), { dryRun: options.dryRun === true });
   const added: Added = {
     scope, record, generated, token, where: store.where,
     object: result.objects.find((o) => o.metadata.name === scopeObjectName(scope))!,
@@ -101,6 +107,9 @@ export async function addToken(ctx: CommandContext, tokenArg: string | undefined
   };
   if (options.dryRun && options.output !== 'text') printManifest(ctx, added, options.output);
   else printAdded(ctx, added, options);
+  if (!existed) await reportNewScope(ctx, store, scope, `${followUp(ctx, 'remove-token')} ${scopeArgs(scope)} --id ${record.id}`, options.dryRun === true);
+  // A first token closes an open scope: what was open to everyone (and cached as allowed) is taken away.
+  await reportInForce(ctx, target, writtenObjects(result), added.total === 1, options.dryRun === true);
   return 0;
 }
 

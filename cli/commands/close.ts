@@ -8,10 +8,13 @@ import { closedAside, closedByFlag, describeState, publicByFlag, scopeKey, state
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags, subjectCount, networkCount } from './common.js';
+import {
+  followUp, networkCount, noticingNew, openForWrite, reportInForce, reportNewScope, requireScope, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, subjectCount, updateExisting,
+  writtenObjects, type CommandContext, type ScopeFlags, type WriteFlags,
+} from './common.js';
 import { withFlagCleared, withFlagSet } from './spec-flags.js';
 
-interface CloseOptions extends ScopeFlags {
+interface CloseOptions extends ScopeFlags, WriteFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }
 
@@ -23,24 +26,28 @@ function closeMutation(scope: Scope, namespace: string | undefined): Mutate {
   };
 }
 
-function openMutation(): Mutate {
-  return (current) => withFlagCleared('closed', current);
+function openMutation(scope: Scope): Mutate {
+  return requireScope(scope, 'no closed: true', (current) => withFlagCleared('closed', current));
 }
 
 async function setClosed(ctx: CommandContext, options: CloseOptions, close: boolean): Promise<number> {
   const scope = scopeFromFlags(options, ctx);
-  const store = await ctx.openStore();
-  const result = await store.update(scope, close ? closeMutation(scope, store.namespace) : openMutation());
+  const target = await openForWrite(ctx, options);
+  const { store } = target;
+  let existed = true;
+  const result = await updateExisting(ctx, store, () => store.update(scope, close ? noticingNew(closeMutation(scope, store.namespace), (e) => (existed = e)) : openMutation(scope)));
   const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
   const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes, networkCount(result.objects));
   const now = describeState(state, tokens, subjectCount(result.objects), networkCount(result.objects));
   if (options.output === 'text') {
     const did = result.written.length === 0 ? (close ? 'was already closed (closed: true)' : 'was not closed by closed: true') : close ? 'is closed (closed: true)' : 'no longer says closed: true';
     const why = close ? '' : staysClosed(state);
-    ctx.io.out(`${scopeLabel(scope)} ${did}${why}; now ${now} (${store.where})\n`);
+    ctx.io.out(`${scopeLabel(scope)} ${did}${why}; ${result.written.length > 0 ? 'the store now says' : 'still'} ${now} (${store.where})\n`);
   } else {
     ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: store.where, written: result.written, state: state.state, ...(state.state === 'Closed' ? { closedBy: state.by } : {}), tokens }));
   }
+  if (!existed) await reportNewScope(ctx, store, scope, `${followUp(ctx, 'open')} ${scopeArgs(scope)}`);
+  await reportInForce(ctx, target, writtenObjects(result), close);
   return 0;
 }
 

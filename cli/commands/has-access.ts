@@ -1,3 +1,4 @@
+// `svc auth has-access-topic`: whether a token, an identity or an address gets in, decided as svc-auth decides it.
 import {
   buildIndex, checkSubject, compileSnapshot, decideForScope, decideForScopeAnonymous, decideForScopeAs, decideImportedSync, describeState, entryOf, parseAddressInto, scopeKey,
   type AccessIndex, type Decision, type Network, type Scope, type ScopeConfig,

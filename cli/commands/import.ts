@@ -33,10 +33,10 @@ import {
 import type { Mutate, ScopeStore, UpdateResult } from '../backends/backend.js';
 import { CliError, failure, usageError } from '../errors.js';
 import { isoSeconds, structured } from '../output.js';
-import { scopeJson, scopeLabel, type CommandContext } from './common.js';
+import { openForWrite, reportInForce, scopeJson, scopeLabel, writtenObjects, type CommandContext, type WriteFlags, type WriteTarget } from './common.js';
 import { readWis2boxStore } from './wis2box-store.js';
 
-interface ImportOptions {
+interface ImportOptions extends WriteFlags {
   readonly dryRun?: boolean;
   /** Go on where the protection becomes narrower than wis2box-auth's (rows of no scope skipped, forms no scope closes). */
   readonly acceptNarrower?: boolean;
@@ -104,19 +104,24 @@ export async function importStore(ctx: CommandContext, file: string, options: Im
   const rowsRefused = !accepted && (plan.unusable.length > 0 || plan.narrower.length > 0);
   const report = rowReport(plan, accepted);
   let store: ScopeStore | undefined;
+  let target: WriteTarget | undefined;
   let problems: string[];
   try {
-    store = await ctx.openStore();
+    // The served check (and --wait against the store) before the dry runs: refused once, up front.
+    target = await openForWrite(ctx, options);
+    store = target.store;
     problems = scopeProblems(plan, (await store.list()).map((s) => s.object), store.namespace);
   } catch (e) {
     // Refused for its rows anyway: say so, with why the scopes could not be checked as well.
     if (!rowsRefused || !(e instanceof CliError)) throw e;
     problems = [`the scopes could not be checked: ${e.message}`];
   }
-  if (rowsRefused || problems.length > 0 || store === undefined) refuse(ctx, file, plan, report, problems, rowsRefused);
+  if (rowsRefused || problems.length > 0 || store === undefined || target === undefined) refuse(ctx, file, plan, report, problems, rowsRefused);
   for (const line of report) ctx.io.err(`${line}\n`);
-  const outcomes = await writeAll(store, plan, options.dryRun === true);
+  const { outcomes, written } = await writeAll(store, plan, options.dryRun === true);
   print(ctx, file, store.where, plan, outcomes, options);
+  // New tokens close open scopes: what was open is taken away.
+  await reportInForce(ctx, target, written, true, options.dryRun === true);
   return 0;
 }
 
@@ -136,7 +141,7 @@ function refuse(ctx: CommandContext, file: string, plan: ImportPlan, report: rea
  * The writes. A store that edits several scopes at once (a directory) does so; otherwise (Kubernetes) every write is
  * sent as a dry run first, every refusal named, and a real write that still fails says what was written before it.
  */
-async function writeAll(store: ScopeStore, plan: ImportPlan, dryRun: boolean): Promise<ScopeOutcome[]> {
+async function writeAll(store: ScopeStore, plan: ImportPlan, dryRun: boolean): Promise<{ outcomes: ScopeOutcome[]; written: ProtectedScope[] }> {
   const before = new Map<string, Set<string>>();
   for (const s of await store.list()) {
     const key = scopeKey(scopeOf(s.object.spec));
@@ -151,12 +156,13 @@ async function writeAll(store: ScopeStore, plan: ImportPlan, dryRun: boolean): P
     const tried = await dryRunEach(store, plan);
     results = dryRun ? tried : await writeEach(store, plan);
   }
-  return plan.scopes.map((p, i) => {
+  const outcomes = plan.scopes.map((p, i) => {
     const held = before.get(scopeKey(p.scope)) ?? new Set<string>();
     const imported = p.records.filter((r) => !held.has(r.hash)).length;
     const written = results[i]!.written;
     return { planned: p, imported: written.length === 0 ? 0 : imported, alreadyThere: p.records.length - imported, objects: written };
   });
+  return { outcomes, written: results.flatMap(writtenObjects) };
 }
 
 /** Every scope's write as a server-side dry run: every refusal (admission, RBAC, validation) named, nothing written. */

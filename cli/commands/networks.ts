@@ -9,16 +9,19 @@
  */
 import { readFile } from 'node:fs/promises';
 import {
-  closedByFlag, describeState, MAX_NETWORKS_PER_OBJECT, networksOf, newProtectedScope, parseNetwork, publicByFlag, scopeKey, scopeObjectName, stateOf, tokensOf,
-  withSpec, type NetworkRecord, type ProtectedScope, type Scope, type ScopeState,
+  closedByFlag, describeState, everyAddressWords, MAX_NETWORKS_PER_OBJECT, networkReach, networksOf, newProtectedScope, parseNetwork, publicByFlag, scopeKey, scopeObjectName, stateOf,
+  tokensOf, wideNetworkRefusal, withSpec, type NetworkRecord, type ProtectedScope, type Scope, type ScopeState,
 } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { followUp, networkCount, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, subjectCount, type CommandContext, type ScopeFlags } from './common.js';
+import {
+  followUp, networkCount, noticingNew, openForWrite, reportInForce, reportNewScope, requireScope, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, subjectCount, updateExisting,
+  writtenObjects, type CommandContext, type ScopeFlags, type WriteFlags,
+} from './common.js';
 import { checkEntries, entriesOfFile, entriesOfFlags, problemLine } from './network-list.js';
 
-interface NetworkOptions extends ScopeFlags {
+interface NetworkOptions extends ScopeFlags, WriteFlags {
   readonly cidr?: readonly string[];
   readonly output: 'text' | 'json' | 'yaml';
 }
@@ -27,6 +30,7 @@ interface AddNetworkOptions extends NetworkOptions {
   readonly description?: string;
   readonly fromFile?: string;
   readonly replace?: boolean;
+  readonly allowWideNetwork?: boolean;
 }
 
 /** A list file is a few hundred lines; anything much larger is not one. */
@@ -57,7 +61,25 @@ async function networksGiven(ctx: CommandContext, options: AddNetworkOptions): P
   if (checked.networks.length === 0) {
     throw usageError(`${options.fromFile} lists no network${options.replace ? `: to take every network away use ${followUp(ctx, 'remove-network')}` : ''} (nothing was changed)`);
   }
+  checkWidth(ctx, checked.networks, options.allowWideNetwork === true);
   return checked.networks;
+}
+
+/**
+ * Networks wider than one organisation's (core's WIDEST_PREFIX: /8, /32) are refused unless --allow-wide-network says
+ * so on purpose; admitted, they are said on stderr with what they let in, as every view says it.
+ */
+function checkWidth(ctx: CommandContext, networks: readonly NetworkRecord[], allowed: boolean): void {
+  const wide = networks.flatMap((n) => {
+    const parsed = parseNetwork(n.cidr);
+    const why = parsed.ok ? wideNetworkRefusal(parsed.value) : undefined;
+    return why !== undefined ? [why] : [];
+  });
+  if (wide.length === 0) return;
+  if (!allowed) {
+    throw usageError(`${wide.join('; ')}: grant the addresses of the clients meant (a Global Service's /32, a gateway's /27), or add --allow-wide-network if admitting that many is the intent (nothing was changed)`);
+  }
+  for (const why of wide) ctx.io.err(`warning: ${why}; granted anyway (--allow-wide-network)\n`);
 }
 
 function withNetworks(o: ProtectedScope, networks: readonly NetworkRecord[]): ProtectedScope {
@@ -117,7 +139,7 @@ function addMutation(scope: Scope, given: readonly NetworkRecord[], replace: boo
 }
 
 function removeMutation(scope: Scope, cidrs: readonly string[], hint: string): Mutate {
-  return (current, attempt) => {
+  return requireScope(scope, 'no network', (current, attempt) => {
     const listed = new Set(current.flatMap((o) => networksOf(o).map((n) => n.cidr)));
     const absent = cidrs.filter((c) => !listed.has(c));
     // On a retry a concurrent removal may have done it already: that is the outcome asked for.
@@ -125,7 +147,7 @@ function removeMutation(scope: Scope, cidrs: readonly string[], hint: string): M
       throw failure(`${absent.join(', ')} ${absent.length === 1 ? 'is not a network' : 'are not networks'} of ${scopeKey(scope)}: list them with ${hint} (nothing was changed)`);
     }
     return current.filter((o) => networksOf(o).some((n) => cidrs.includes(n.cidr))).map((o) => withNetworks(o, networksOf(o).filter((n) => !cidrs.includes(n.cidr))));
-  };
+  });
 }
 
 /** The scope's state after the edit, as the other commands tell it. */
@@ -133,7 +155,8 @@ function stateAfter(ctx: CommandContext, scope: Scope, objects: readonly Protect
   const tokens = new Set(objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
   const subjects = subjectCount(objects);
   const networks = networkCount(objects);
-  return { state: stateOf(scope, tokens, objects.some(closedByFlag), ctx.openPathsByDefault, subjects, false, ctx.prefixes, networks), tokens, subjects, networks };
+  const reach = networkReach(objects.flatMap((o) => networksOf(o).map((n) => n.cidr)));
+  return { state: stateOf(scope, tokens, objects.some(closedByFlag), ctx.openPathsByDefault, subjects, false, ctx.prefixes, networks, reach), tokens, subjects, networks };
 }
 
 /** `203.0.113.7/32, 2001:db8::/32 and 3 more`. */
@@ -147,7 +170,9 @@ function report(ctx: CommandContext, options: NetworkOptions, scope: Scope, wher
     const networks = objects.flatMap((o) => networksOf(o));
     ctx.io.out(structured(options.output, {
       scope: scopeJson(scope), store: where, written, added: did.added, updated: did.updated, removed: did.removed, unchanged: did.unchanged,
-      state: after.state.state, ...(after.state.state === 'Closed' ? { closedBy: after.state.by } : {}), tokens: after.tokens, subjects: after.subjects, networks,
+      state: after.state.state, ...(after.state.state === 'Closed' ? { closedBy: after.state.by } : {}),
+      ...(after.state.state === 'Open' && after.state.everyAddress !== undefined ? { openTo: everyAddressWords(after.state.everyAddress) } : {}),
+      tokens: after.tokens, subjects: after.subjects, networks,
     }));
     return;
   }
@@ -158,16 +183,22 @@ function report(ctx: CommandContext, options: NetworkOptions, scope: Scope, wher
     did.unchanged.length > 0 ? `already granted ${listed(did.unchanged)}` : '',
   ].filter((p) => p !== '');
   const now = describeState(after.state, after.tokens, after.subjects, after.networks);
-  ctx.io.out(`${scopeLabel(scope)} ${parts.join('; ')}; now ${now} (${where})\n`);
+  // What the store now says; svc-auth enforces it once it has loaded it (reportInForce says when).
+  ctx.io.out(`${scopeLabel(scope)} ${parts.join('; ')}; ${written.length > 0 ? 'the store now says' : 'still'} ${now} (${where})\n`);
 }
 
 export async function addNetwork(ctx: CommandContext, options: AddNetworkOptions): Promise<number> {
   const scope = scopeFromFlags(options, ctx);
   const given = await networksGiven(ctx, options);
-  const store = await ctx.openStore();
+  const target = await openForWrite(ctx, options);
+  const { store } = target;
   let did: Plan | undefined;
-  const result = await store.update(scope, addMutation(scope, given, options.replace === true, store.namespace, (p) => (did = p)));
+  let existed = true;
+  const result = await store.update(scope, noticingNew(addMutation(scope, given, options.replace === true, store.namespace, (p) => (did = p)), (e) => (existed = e)));
   report(ctx, options, scope, store.where, result.written, did!, result.objects);
+  if (!existed) await reportNewScope(ctx, store, scope, `${followUp(ctx, 'remove-network')} ${scopeArgs(scope)} ${given.map((n) => `--cidr ${n.cidr}`).join(' ')}`);
+  // Closing an open scope, or (--replace) taking networks away, takes access away.
+  await reportInForce(ctx, target, writtenObjects(result), did!.removed.length > 0 || networkCount(result.objects) === did!.added.length);
   return 0;
 }
 
@@ -182,9 +213,11 @@ export async function removeNetwork(ctx: CommandContext, options: NetworkOptions
   }
   if (problems.length > 0) throw usageError(`${problemLine(problems)} (nothing was changed)`);
   const wanted = [...new Set(cidrs.map((c) => c.trim()))];
-  const store = await ctx.openStore();
+  const target = await openForWrite(ctx, options);
+  const { store } = target;
   const hint = `${followUp(ctx, 'show')} ${scopeArgs(scope)}`;
-  const result = await store.update(scope, removeMutation(scope, wanted, hint));
+  const result = await updateExisting(ctx, store, () => store.update(scope, removeMutation(scope, wanted, hint)));
   report(ctx, options, scope, store.where, result.written, { added: [], updated: [], removed: wanted, unchanged: [] }, result.objects);
+  await reportInForce(ctx, target, writtenObjects(result), true);
   return 0;
 }

@@ -8,11 +8,14 @@ import { closedByFlag, describeState, networksOf, publicByFlag, publicRefusal, s
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { scopeConfigOf, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+import {
+  followUp, noticingNew, openForWrite, reportInForce, reportNewScope, requireScope, scopeArgs, scopeConfigOf, scopeFromFlags, scopeJson, scopeLabel, updateExisting, writtenObjects,
+  type CommandContext, type ScopeFlags, type WriteFlags,
+} from './common.js';
 import { summarize, summaryState } from './show.js';
 import { withFlagCleared, withFlagSet } from './spec-flags.js';
 
-interface PublicOptions extends ScopeFlags {
+interface PublicOptions extends ScopeFlags, WriteFlags {
   readonly off?: boolean;
   readonly output: 'text' | 'json' | 'yaml';
 }
@@ -30,8 +33,8 @@ function publicMutation(scope: Scope, namespace: string | undefined): Mutate {
   };
 }
 
-function notPublicMutation(): Mutate {
-  return (current) => withFlagCleared('public', current);
+function notPublicMutation(scope: Scope): Mutate {
+  return requireScope(scope, 'no public: true', (current) => withFlagCleared('public', current));
 }
 
 export async function setPublic(ctx: CommandContext, options: PublicOptions): Promise<number> {
@@ -41,16 +44,20 @@ export async function setPublic(ctx: CommandContext, options: PublicOptions): Pr
   // `oapi` would open every execution closed by default; `oapi/collections/x` names what other scopes govern.
   const refused = on ? publicRefusal(scope.value, ctx.prefixes) : undefined;
   if (refused !== undefined) throw usageError(`--path ${scope.value} cannot be public: ${refused} (nothing was changed)`);
-  const store = await ctx.openStore();
-  const result = await store.update(scope, on ? publicMutation(scope, store.namespace) : notPublicMutation());
+  const target = await openForWrite(ctx, options);
+  const { store } = target;
+  let existed = true;
+  const result = await updateExisting(ctx, store, () => store.update(scope, on ? noticingNew(publicMutation(scope, store.namespace), (e) => (existed = e)) : notPublicMutation(scope)));
   const isPublic = result.objects.some(publicByFlag);
   // As svc-auth enforces it: a public scope that another scope's grant covers stays closed.
   const state = summaryState(summarize(await store.list(), ctx.io.now(), scope, scopeConfigOf(ctx))[0]!);
   if (options.output === 'text') {
     const did = result.written.length === 0 ? (on ? 'was already public' : 'was not public') : on ? 'is public' : 'is no longer public';
-    ctx.io.out(`${scopeLabel(scope)} ${did}; now ${describeState(state, 0)} (${store.where})\n`);
+    ctx.io.out(`${scopeLabel(scope)} ${did}; ${result.written.length > 0 ? 'the store now says' : 'still'} ${describeState(state, 0)} (${store.where})\n`);
   } else {
     ctx.io.out(structured(options.output, { scope: scopeJson(scope), store: store.where, written: result.written, public: isPublic, state: state.state }));
   }
+  if (!existed) await reportNewScope(ctx, store, scope, `${followUp(ctx, 'public')} ${scopeArgs(scope)} --off`);
+  await reportInForce(ctx, target, writtenObjects(result), !on);
   return 0;
 }

@@ -4,13 +4,19 @@
  * tokens), and a GitOps repository keeps a file whose diff shows the tokens leaving. Both backends do
  * the same; nothing is ever deleted.
  */
-import { closedByFlag, hashToken, importedIdOf, scopeKey, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, whyClosed, withSpec, type ProtectedScope, type Scope, type ScopeState, type TokenRecord } from '../../core/index.js';
-import type { Mutate } from '../backends/backend.js';
-import { failure, usageError } from '../errors.js';
+import {
+  closedByFlag, hashToken, importedIdOf, scopeKey, scopeOf, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, whyClosed, withSpec, type ProtectedScope, type Scope, type ScopeState,
+  type TokenRecord,
+} from '../../core/index.js';
+import type { Mutate, ScopeStore } from '../backends/backend.js';
+import { CliError, failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { followUp, networkCount, scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, type CommandContext, type ScopeFlags } from './common.js';
+import {
+  followUp, networkCount, openForWrite, reportInForce, requireScope, scopeArgs, subjectCount, scopeFromFlags, scopeJson, scopeLabel, tokenArgument, updateExisting, writtenObjects,
+  type CommandContext, type ScopeFlags, type WriteFlags,
+} from './common.js';
 
-interface RemoveOptions extends ScopeFlags {
+interface RemoveOptions extends ScopeFlags, WriteFlags {
   readonly output: 'text' | 'json' | 'yaml';
 }
 
@@ -37,7 +43,7 @@ interface TokenMatch {
  */
 export function removeOneMutation(scope: Scope, match: TokenMatch, hint: string): Mutate {
   const hit = (t: TokenRecord) => (match.hash !== undefined ? t.hash === match.hash : t.id === match.id);
-  return (current, attempt) => {
+  return requireScope(scope, 'no token', (current, attempt) => {
     if (match.token !== undefined && !current.some((o) => tokensOf(o).some(hit))) {
       const imported = importedIdOf(match.token, current.flatMap((o) => tokensOf(o).map((t) => t.hash)));
       if (imported) Object.assign(match, imported);
@@ -46,10 +52,34 @@ export function removeOneMutation(scope: Scope, match: TokenMatch, hint: string)
     // On a retry the token may have gone already (a concurrent removal): that is the outcome asked for.
     if (holders.length === 0 && attempt === 0) {
       const what = match.hash !== undefined ? `the given token (id ${match.id}) is not a token of ${scopeKey(scope)}` : `no token with id ${match.id} in ${scopeKey(scope)}`;
-      throw failure(`${what}: list the ids with ${hint} (nothing was changed)`);
+      throw new NotHeld(`${what}: list the ids with ${hint} (nothing was changed)`);
     }
     return holders.map((o) => withSpec(o, { tokens: tokensOf(o).filter((t) => !hit(t)) }));
-  };
+  });
+}
+
+/** The token is not one of the scope's: the command then looks for the scope that holds it. */
+class NotHeld extends CliError {
+  constructor(message: string) {
+    super(message, 1);
+  }
+}
+
+/**
+ * The scopes of the store that hold the token (by hash, or by id when only the id was given), as `--topic-hierarchy
+ * a.b` arguments, so a refusal names where it is. Never the token: the id only.
+ */
+async function holdersElsewhere(store: ScopeStore, scope: Scope, match: TokenMatch): Promise<Scope[]> {
+  const found = new Map<string, Scope>();
+  for (const s of await store.list()) {
+    const other = scopeOf(s.object.spec);
+    if (scopeKey(other) === scopeKey(scope)) continue;
+    const hashes = tokensOf(s.object).map((t) => t.hash);
+    const held = tokensOf(s.object).some((t) => (match.hash !== undefined ? t.hash === match.hash : t.id === match.id))
+      || (match.token !== undefined && importedIdOf(match.token, hashes) !== undefined);
+    if (held) found.set(scopeKey(other), other);
+  }
+  return [...found.values()];
 }
 
 function remaining(objects: readonly ProtectedScope[]): number {
@@ -66,22 +96,23 @@ function report(ctx: CommandContext, options: RemoveOptions, scope: Scope, where
 
 export async function removeTokens(ctx: CommandContext, options: RemoveOptions): Promise<number> {
   const scope = scopeFromFlags(options, ctx);
-  const store = await ctx.openStore();
+  const target = await openForWrite(ctx, options);
+  const { store } = target;
   let removed: string[] = [];
   const mutate = removeAllMutation();
-  const result = await store.update(scope, (current, attempt) => {
+  const result = await updateExisting(ctx, store, () => store.update(scope, requireScope(scope, 'no token', (current, attempt) => {
     removed = [...new Set(current.flatMap((o) => tokensOf(o).map((t) => t.id)))].sort();
     return mutate(current, attempt);
-  });
+  })));
   const left = remaining(result.objects);
   const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes, networkCount(result.objects));
   const hint = state.state === 'Closed' && (state.by === 'subjects' || state.by === 'networks') ? `; ${followUp(ctx, 'show')} lists them` : state.state === 'Closed' && state.by === 'flag' ? `; ${followUp(ctx, 'open')} clears it` : '';
-  const now = state.state === 'Open' ? 'it is open' : `it stays closed (${whyClosed(state).reason}${hint})`;
   const text =
     removed.length === 0
-      ? `${scopeLabel(scope)} had no tokens: ${now} (${store.where})`
-      : `Removed ${removed.length} token${removed.length === 1 ? '' : 's'} (${removed.join(', ')}) from ${scopeLabel(scope)}: ${now} now (${store.where})`;
+      ? `${scopeLabel(scope)} had no tokens: ${state.state === 'Open' ? 'it is open' : `it stays closed (${whyClosed(state).reason}${hint})`} (${store.where})`
+      : `Removed ${removed.length} token${removed.length === 1 ? '' : 's'} (${removed.join(', ')}) from ${scopeLabel(scope)} in the store: ${state.state === 'Open' ? 'it opens' : `it stays closed (${whyClosed(state).reason}${hint})`} (${store.where})`;
   report(ctx, options, scope, store.where, removed, left, text, state);
+  await reportInForce(ctx, target, writtenObjects(result), true);
   return 0;
 }
 
@@ -100,16 +131,29 @@ export async function removeToken(ctx: CommandContext, tokenArg: string | undefi
     const hash = hashToken(token);
     match = { id: tokenIdOf(hash), hash, token };
   }
-  const store = await ctx.openStore();
+  const target = await openForWrite(ctx, options);
+  const { store } = target;
   const hint = `${followUp(ctx, 'show')} ${scopeArgs(scope)}`;
-  const result = await store.update(scope, removeOneMutation(scope, match, hint));
+  const result = await updateExisting(ctx, store, async () => {
+    try {
+      return await store.update(scope, removeOneMutation(scope, match, hint));
+    } catch (e) {
+      if (!(e instanceof NotHeld)) throw e;
+      // Name the scope that holds it (its id, never the token), so the right command is one copy away.
+      const elsewhere = await holdersElsewhere(store, scope, match);
+      if (elsewhere.length === 0) throw failure(e.message);
+      const where = elsewhere.map(scopeKey).join(' and ');
+      throw failure(`token ${match.id} is not a token of ${scopeKey(scope)}, but of ${where}: to remove it there, ${followUp(ctx, 'remove-token')} ${scopeArgs(elsewhere[0]!)} --id ${match.id} (nothing was changed)`);
+    }
+  });
   const left = remaining(result.objects);
   const state = stateOf(scope, left, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes, networkCount(result.objects));
-  const last = state.state === 'Open' ? 'the scope is open now' : `the scope stays closed (${whyClosed(state).reason})`;
+  const last = state.state === 'Open' ? 'the scope opens' : `the scope stays closed (${whyClosed(state).reason})`;
   const text =
     left > 0
-      ? `Removed token ${match.id} from ${scopeLabel(scope)}: ${left} token${left === 1 ? '' : 's'} remain${left === 1 ? 's' : ''}, it stays closed (${store.where})`
-      : `Removed token ${match.id} from ${scopeLabel(scope)}: it was the last one, ${last} (${store.where})`;
+      ? `Removed token ${match.id} from ${scopeLabel(scope)} in the store: ${left} token${left === 1 ? '' : 's'} remain${left === 1 ? 's' : ''}, it stays closed (${store.where})`
+      : `Removed token ${match.id} from ${scopeLabel(scope)} in the store: it was the last one, ${last} (${store.where})`;
   report(ctx, options, scope, store.where, [match.id], left, text, state);
+  await reportInForce(ctx, target, writtenObjects(result), true);
   return 0;
 }

@@ -1,7 +1,8 @@
+// `svc auth show`: every scope as svc-auth enforces it (merged over its objects), never a token.
 import {
-  buildIndex, closedByFlag, compareScopes, compareStrings, compileSnapshot, DEFAULT_CONFIG, describeState, enforcedState, isExpired, isImportedHash, isPrefixPath, mergeSubjects, networkLimitNote, networksOf,
-  publicByFlag, publicRefusal, refusedPathForm, scopeKey, scopeOf, stateLabel, subjectsOf, tokensOf, type AccessIndex, type ClosedBy, type OpenOrClosed, type Scope, type ScopeConfig, type ScopeKind,
-  type ScopeState, type Subject, type TokenRecord,
+  buildIndex, closedByFlag, compareScopes, compareStrings, compileSnapshot, DEFAULT_CONFIG, describeState, enforcedState, everyAddressNote, everyAddressWords, isExpired, isImportedHash,
+  isPrefixPath, mergeSubjects, networkLimitNote, networksOf, publicByFlag, publicRefusal, refusedPathForm, scopeKey, scopeOf, stateLabel, subjectsOf, tokensOf,
+  type AccessIndex, type ClosedBy, type EveryAddress, type OpenOrClosed, type Scope, type ScopeConfig, type ScopeKind, type ScopeState, type Subject, type TokenRecord,
 } from '../../core/index.js';
 import { failure, usageError } from '../errors.js';
 import type { StoredScope } from '../backends/backend.js';
@@ -32,6 +33,16 @@ interface NetworkSummary {
   readonly objects: readonly string[];
 }
 
+/**
+ * An object svc-operator reports as stalled: its spec can never compile as it stands (the Stalled condition of its
+ * status, for its current generation; docs/gitops.md). Only a store that keeps statuses (a cluster) has any.
+ */
+interface StalledObject {
+  readonly object: string;
+  readonly reason: string;
+  readonly message: string;
+}
+
 interface ScopeSummary {
   readonly kind: ScopeKind;
   readonly value: string;
@@ -54,6 +65,17 @@ interface ScopeSummary {
   readonly networks: readonly NetworkSummary[];
   /** Declared public (`public: true`) and not closed by anything: every method open. */
   readonly public?: true;
+  /** Open because a granted network holds every address (`every address`) or every address of a family. */
+  readonly openTo?: string;
+  /** Closed, but granting networks wider than one organisation's (core's WIDEST_PREFIX). */
+  readonly wideNetworks?: readonly string[];
+  /**
+   * Not (yet) enforced, on a store an operator compiles (Kubernetes): `not enforced`, no svc-operator has observed any
+   * of its objects; `pending`, one has not compiled the latest change of some. Absent: compiled, or a directory.
+   */
+  readonly enforcement?: 'not enforced' | 'pending';
+  /** Objects of the scope that svc-operator reports as stalled, with its reason and message. */
+  readonly stalled?: readonly StalledObject[];
 }
 
 /**
@@ -69,13 +91,14 @@ export function summarize(stored: readonly StoredScope[], nowMs: number, only?: 
   const stations: Scope = { kind: 'path', value: 'collections/stations' };
   if (!only && !openPathsByDefault) groups.set(scopeKey(stations), newGroup(stations));
   const index = indexOf(stored, config);
-  for (const { object } of stored) {
+  for (const { object, compiled } of stored) {
     const scope = scopeOf(object.spec);
     const key = scopeKey(scope);
     if (only && key !== scopeKey(only)) continue;
     let group = groups.get(key);
     if (!group) groups.set(key, (group = newGroup(scope)));
     addObject(group, object);
+    if (compiled !== undefined) group.compiled.push(compiled);
   }
   return [...groups.values()].map((g) => summaryOf(g, nowMs, index, config)).sort((a, b) => compareScopes(a, b));
 }
@@ -104,15 +127,35 @@ interface ScopeGroup {
   readonly subjects: Subject[][];
   /** By canonical text: a network listed in several objects is one network. */
   readonly networks: Map<string, { description?: string; objects: string[] }>;
+  /** Whether an operator compiled each object (a store with an operator only). */
+  readonly compiled: NonNullable<StoredScope['compiled']>[];
+  /** Objects svc-operator reports as stalled (a store that keeps statuses only). */
+  readonly stalled: StalledObject[];
 }
 
 function newGroup(scope: Scope): ScopeGroup {
-  return { scope, objects: [], closed: false, tokens: new Map(), subjects: [], networks: new Map() };
+  return { scope, objects: [], closed: false, tokens: new Map(), subjects: [], networks: new Map(), compiled: [], stalled: [] };
+}
+
+/** The object's Stalled condition when it is True for the object's current generation. */
+function stalledOf(object: StoredScope['object']): StalledObject | undefined {
+  const c = object.status?.conditions?.find((x) => x.type === 'Stalled');
+  if (c?.status !== 'True' || (c.observedGeneration !== undefined && c.observedGeneration !== object.metadata.generation)) return undefined;
+  return { object: object.metadata.name, reason: c.reason, message: c.message };
+}
+
+/** `not enforced` when no object of the scope was ever compiled, `pending` when one is behind, else undefined. */
+function enforcementOf(group: ScopeGroup): ScopeSummary['enforcement'] {
+  if (group.compiled.length === 0) return undefined;
+  if (group.compiled.every((c) => c === 'unseen')) return 'not enforced';
+  return group.compiled.some((c) => c !== 'compiled') ? 'pending' : undefined;
 }
 
 function addObject(group: ScopeGroup, object: StoredScope['object']): void {
   const name = object.metadata.name;
   group.objects.push(name);
+  const stalled = stalledOf(object);
+  if (stalled) group.stalled.push(stalled);
   group.subjects.push([...subjectsOf(object)]);
   if (closedByFlag(object)) group.closed = true;
   if (publicByFlag(object)) group.public = true;
@@ -167,9 +210,10 @@ function summaryOf(group: ScopeGroup, nowMs: number, index: AccessIndex | undefi
   const networks = [...group.networks]
     .sort(([a], [b]) => compareStrings(a, b))
     .map(([cidr, n]): NetworkSummary => ({ cidr, ...(n.description !== undefined ? { description: n.description } : {}), objects: [...n.objects].sort() }));
-  const own = { tokens: tokens.length, subjects: subjects.length, networks: networks.length, closedFlag: group.closed, public: group.public === true };
+  const own = { tokens: tokens.length, subjects: subjects.length, networks: networks.length, networkCidrs: networks.map((n) => n.cidr), closedFlag: group.closed, public: group.public === true };
   const s = enforcedState(index, group.scope, own, config);
   const refused = refusalOf(group, config);
+  const enforcement = enforcementOf(group);
   return {
     kind: group.scope.kind,
     value: group.scope.value,
@@ -184,7 +228,23 @@ function summaryOf(group: ScopeGroup, nowMs: number, index: AccessIndex | undefi
     subjects,
     networks,
     ...(s.state === 'Open' && s.public ? { public: true as const } : {}),
+    ...(s.state === 'Open' && s.everyAddress !== undefined ? { openTo: everyAddressWords(s.everyAddress) } : {}),
+    ...(s.state === 'Closed' && s.wide !== undefined ? { wideNetworks: s.wide } : {}),
+    ...(enforcement !== undefined ? { enforcement } : {}),
+    ...(group.stalled.length > 0 ? { stalled: [...group.stalled].sort((a, b) => compareStrings(a.object, b.object)) } : {}),
   };
+}
+
+/** The STATE cell: core's label, and whether an operator enforces it (Kubernetes). */
+function stateCell(s: ScopeSummary): string {
+  return `${stateLabel(summaryState(s))}${s.enforcement !== undefined ? ` (${s.enforcement})` : ''}`;
+}
+
+/** The text view's line saying a scope is not (yet) enforced, and why. */
+function enforcementLine(s: ScopeSummary): string[] {
+  if (s.enforcement === 'not enforced') return ['  not enforced: no svc-operator has observed its objects (is one serving this namespace?)'];
+  if (s.enforcement === 'pending') return ['  pending: svc-operator has not compiled the latest change of all its objects yet'];
+  return [];
 }
 
 /** Why svc-auth does not read a path scope as its objects write it (core's refusedPathForm, publicRefusal). */
@@ -209,7 +269,7 @@ function renderTable(summaries: readonly ScopeSummary[]): string {
   const rows: string[][] = [];
   for (const s of summaries) {
     const head = [
-      s.kind, s.value, stateLabel(summaryState(s)), String(s.tokenCount), ...(withSubjects ? [s.subjects.map(subjectCell).join(',') || '-'] : []),
+      s.kind, s.value, stateCell(s), String(s.tokenCount), ...(withSubjects ? [s.subjects.map(subjectCell).join(',') || '-'] : []),
       ...(withNetworks ? [String(s.networks.length)] : []),
     ];
     const blank = head.map(() => '');
@@ -226,10 +286,20 @@ function subjectCell(x: Subject): string {
 
 /** A summary's state as core describes it (describeState). */
 export function summaryState(s: ScopeSummary): ScopeState {
-  if (s.state === 'Open') return s.public ? { state: 'Open', public: true } : { state: 'Open' };
-  return { state: 'Closed', by: s.closedBy ?? 'tokens', ...(s.governing ? { governing: s.governing } : {}) };
+  if (s.state === 'Open') return s.openTo !== undefined ? { state: 'Open', everyAddress: everyOf(s.openTo) } : s.public ? { state: 'Open', public: true } : { state: 'Open' };
+  return { state: 'Closed', by: s.closedBy ?? 'tokens', ...(s.governing ? { governing: s.governing } : {}), ...(s.wideNetworks ? { wide: s.wideNetworks } : {}) };
 }
 
+/** everyAddressWords read back. */
+function everyOf(words: string): EveryAddress {
+  return words === everyAddressWords(4) ? 4 : words === everyAddressWords(6) ? 6 : 'all';
+}
+
+
+/** What svc-operator says of a stalled object, on one line. */
+function stalledLine(x: StalledObject): string {
+  return `  stalled: ${x.object} (${x.reason}): ${x.message}`;
+}
 
 function renderText(summaries: readonly ScopeSummary[]): string {
   const blocks = summaries.map((s) => {
@@ -241,7 +311,7 @@ function renderText(summaries: readonly ScopeSummary[]): string {
       ...s.subjects.map((x) => `  ${subjectCell(x)}`),
       ...s.networks.map((n) => `  network ${n.cidr}${n.description !== undefined ? `  ${JSON.stringify(n.description)}` : ''}`),
     ];
-    return [head, ...lines, ...(s.refused !== undefined ? [`  refused: ${s.refused}`] : [])].join('\n');
+    return [head, ...lines, ...(s.refused !== undefined ? [`  refused: ${s.refused}`] : []), ...enforcementLine(s), ...(s.stalled ?? []).map(stalledLine)].join('\n');
   });
   return `${blocks.join('\n')}\n`;
 }
@@ -258,8 +328,9 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
     case 'wcmp2': {
       const s = summaries[0]!;
       if (s.public) throw failure(`${s.kind} ${s.value} is public in ${store.where}: its links need no security object`);
-      if (s.state === 'Open') throw failure(`${s.kind} ${s.value} is open in ${store.where}: its links need no security object (close it with add-token or close first)`);
-      ctx.io.out(`${JSON.stringify({ security: wcmp2Security(only!, s.networks.length > 0) }, null, 2)}\n`);
+      if (s.state === 'Open' && s.openTo === 'every address') throw failure(`${s.kind} ${s.value} is open to every address in ${store.where} (a granted network holds them all): its links need no security object`);
+      if (s.state === 'Open' && s.openTo === undefined) throw failure(`${s.kind} ${s.value} is open in ${store.where}: its links need no security object (close it with add-token or close first)`);
+      ctx.io.out(`${JSON.stringify({ security: wcmp2Security(only!, s.networks.length > 0, s.openTo !== undefined ? everyOf(s.openTo) : undefined) }, null, 2)}\n`);
       break;
     }
     case 'json':
@@ -276,6 +347,8 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
         ctx.io.err('Process execution and stations writes are closed by default: a process runs only with a token of a processes/<prefix> scope covering it.\n');
       }
       ctx.io.out(options.output === 'table' ? renderTable(summaries) : renderText(summaries));
+      // The table has no room for them: objects svc-operator cannot compile as written are named beside it.
+      if (options.output === 'table') for (const x of summaries.flatMap((s) => s.stalled ?? [])) ctx.io.err(`ProtectedScope ${x.object} is stalled (${x.reason}): ${x.message}\n`);
       break;
   }
   return 0;
@@ -288,11 +361,12 @@ export async function show(ctx: CommandContext, options: ShowOptions): Promise<n
  * Message's link takes the same object. Where the scope grants networks, every description first says that
  * download is limited to them (core's networkLimitNote): OpenAPI has no scheme for client addresses.
  */
-function wcmp2Security(scope: Scope, networks: boolean): Record<string, { type: string; scheme?: string; in?: string; name?: string; description: string }> {
+function wcmp2Security(scope: Scope, networks: boolean, every?: EveryAddress): Record<string, { type: string; scheme?: string; in?: string; name?: string; description: string }> {
   // A prefix path (`wis2downloader`) is a path of the host and everything below it, fetched like files.
   const prefix = scope.kind === 'path' && isPrefixPath(scope.value);
   const what = scope.kind === 'topic' ? `data under the topic ${scope.value}` : scope.kind === 'dataset' ? `the dataset ${scope.value}` : prefix ? `/${scope.value} and everything below it` : `${scope.value}`;
-  const contact = `${networks ? `${networkLimitNote(what)} ` : ''}Please contact the data provider for a token.`;
+  const limit = every !== undefined ? everyAddressNote(what, every) : networks ? networkLimitNote(what) : '';
+  const contact = `${limit ? `${limit} ` : ''}Please contact the data provider for a token.`;
   return {
     default: { type: 'http', scheme: 'bearer', description: `Access to ${what} is controlled: send the token as "Authorization: Bearer <token>". ${contact}` },
     query: { type: 'apiKey', in: 'query', name: 'token', description: `The token may also be given as the query argument ?token=<token> (for wget and curl). ${contact}` },

@@ -12,9 +12,12 @@ import {
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
-import { followUp, networkCount, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, type CommandContext, type ScopeFlags } from './common.js';
+import {
+  followUp, networkCount, noticingNew, openForWrite, reportInForce, reportNewScope, requireScope, scopeArgs, scopeFromFlags, scopeJson, scopeLabel, updateExisting, writtenObjects,
+  type CommandContext, type ScopeFlags, type WriteFlags,
+} from './common.js';
 
-interface SubjectOptions extends ScopeFlags {
+interface SubjectOptions extends ScopeFlags, WriteFlags {
   readonly output: 'text' | 'json' | 'yaml';
   readonly user?: string;
   readonly group?: string;
@@ -50,22 +53,26 @@ function addSubjectMutation(scope: Scope, subject: Subject, namespace: string | 
 }
 
 function removeSubjectMutation(scope: Scope, subject: Subject, hint: string): Mutate {
-  return (current, attempt) => {
+  return requireScope(scope, 'no subject', (current, attempt) => {
     const holders = current.filter((o) => listed(o, subject));
     // On a retry a concurrent removal may have done it already: that is the outcome asked for.
     if (holders.length === 0 && attempt === 0) {
       throw failure(`${subject.kind.toLowerCase()} ${subject.name} is not a subject of ${scopeKey(scope)}: list the subjects with ${hint} (nothing was changed)`);
     }
     return holders.map((o) => withSubjects(o, subjectsOf(o).filter((x) => subjectKey(x) !== subjectKey(subject))));
-  };
+  });
 }
 
 async function edit(ctx: CommandContext, options: SubjectOptions, add: boolean): Promise<number> {
   const scope = scopeFromFlags(options, ctx);
   const subject = subjectFrom(ctx, options);
-  const store = await ctx.openStore();
+  const target = await openForWrite(ctx, options);
+  const { store } = target;
   const hint = `${followUp(ctx, 'show')} ${scopeArgs(scope)}`;
-  const result = await store.update(scope, add ? addSubjectMutation(scope, subject, store.namespace) : removeSubjectMutation(scope, subject, hint));
+  let existed = true;
+  const result = await updateExisting(ctx, store, () =>
+    store.update(scope, add ? noticingNew(addSubjectMutation(scope, subject, store.namespace), (e) => (existed = e)) : removeSubjectMutation(scope, subject, hint)),
+  );
   const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
   const subjects = mergeSubjects(result.objects.map(subjectsOf));
   const networks = networkCount(result.objects);
@@ -73,13 +80,17 @@ async function edit(ctx: CommandContext, options: SubjectOptions, add: boolean):
   const who = `${subject.kind.toLowerCase()} ${subject.name}`;
   if (options.output === 'text') {
     const did = add ? (result.written.length === 0 ? `already grants ${who}` : `grants ${who}`) : `no longer grants ${who}`;
-    ctx.io.out(`${scopeLabel(scope)} ${did}; now ${describeState(state, tokens, subjects.length, networks)} (${store.where})\n`);
+    ctx.io.out(`${scopeLabel(scope)} ${did}; ${result.written.length > 0 ? 'the store now says' : 'still'} ${describeState(state, tokens, subjects.length, networks)} (${store.where})\n`);
   } else {
     ctx.io.out(structured(options.output, {
       scope: scopeJson(scope), store: store.where, written: result.written, subject, state: state.state,
       ...(state.state === 'Closed' ? { closedBy: state.by } : {}), tokens, subjects,
     }));
   }
+  const flag = subject.kind === 'User' ? '--user' : '--group';
+  if (!existed) await reportNewScope(ctx, store, scope, `${followUp(ctx, 'remove-subject')} ${scopeArgs(scope)} ${flag} ${subject.name}`);
+  // Taking a subject back takes access away; a first subject closes an open scope.
+  await reportInForce(ctx, target, writtenObjects(result), !add || (tokens === 0 && subjects.length === 1 && networks === 0));
   return 0;
 }
 

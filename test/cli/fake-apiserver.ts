@@ -1,8 +1,11 @@
 // A small in-memory stand-in for the Kubernetes API, for unit tests of the CLI's Kubernetes backend and
 // of k8s/protected-scopes.ts when no control plane is at hand: namespaces, ProtectedScope get / list /
-// create / replace (resourceVersion preconditions, AlreadyExists, dry runs) / delete, and injectable
-// failures (RBAC, missing CRD, server errors, hangs). The real API server is exercised by
-// test/integration/cli-kubernetes.test.ts; this one only has to be faithful where the CLI looks.
+// create / replace (resourceVersion preconditions, AlreadyExists, dry runs, generation) / delete, and injectable
+// failures (RBAC, missing CRD, server errors, hangs). What the CLI reads to tell whether an svc-operator serves a
+// namespace: the snapshot index ConfigMap of a served namespace, the chart's records in kube-public, the operator's
+// Lease; and a stand-in operator that writes each object's status (observedGeneration, Ready) when it is written in
+// a served namespace, at once or after a delay. The real API server is exercised by
+// test/integration/cli-kubernetes.test.ts and cli-served.test.ts; this one only has to be faithful where the CLI looks.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,6 +23,17 @@ export class FakeApiServer {
   crdInstalled = true;
   /** Returns a fault to answer a request with instead of serving it (RBAC, outages, ...). */
   fault: ((method: string, path: string) => Fault | undefined) | undefined;
+  /** Namespaces no svc-operator serves (no snapshot ConfigMap, no status written); every other one is served. */
+  readonly unserved = new Set<string>();
+  /** The chart's records in kube-public: the namespace each release serves, and its auth.cacheMaxAge. */
+  records: { namespace: string; cacheMaxAge?: number }[] = [];
+  /** Leases by `namespace/name`. */
+  readonly leases = new Map<string, { holderIdentity?: string; renewTime?: string }>();
+  /**
+   * The stand-in operator of served namespaces: writes each object's status when it is created or replaced, after
+   * `delayMs` (0: in the same response), with Ready `ready`; `off`: writes nothing.
+   */
+  operator: { delayMs: number; ready: 'True' | 'False'; off?: boolean } = { delayMs: 0, ready: 'True' };
   private rv = 1000;
   private server: Server | undefined;
   port = 0;
@@ -71,9 +85,44 @@ export class FakeApiServer {
   /** Puts an object as if created by someone else (a hand-written manifest, say). */
   put(ns: string, obj: Obj): Obj {
     this.namespaces.add(ns);
-    const stored = { ...obj, metadata: { ...obj.metadata, namespace: ns, resourceVersion: String(++this.rv), uid: `uid-${obj.metadata.name}` } };
+    const stored = { ...obj, metadata: { ...obj.metadata, namespace: ns, resourceVersion: String(++this.rv), uid: `uid-${obj.metadata.name}`, generation: 1 } };
     this.inNamespace(ns).set(obj.metadata.name, stored);
+    this.compile(ns, obj.metadata.name);
     return stored;
+  }
+
+  /** The stand-in operator: the object's status says its generation was compiled (Ready as configured). */
+  private compile(ns: string, name: string): void {
+    if (this.unserved.has(ns) || this.operator.off) return;
+    const { ready } = this.operator;
+    const write = () => {
+      const o = this.inNamespace(ns).get(name);
+      if (!o) return;
+      const generation = o.metadata.generation as number;
+      o.status = {
+        observedGeneration: generation,
+        conditions: [{ type: 'Ready', status: ready, reason: ready === 'True' ? 'Compiled' : 'Invalid', message: ready === 'True' ? 'scope Closed' : 'left out of the snapshot', observedGeneration: generation, lastTransitionTime: '2026-11-21T10:00:00Z' }],
+      };
+    };
+    if (this.operator.delayMs === 0) write();
+    else setTimeout(write, this.operator.delayMs).unref();
+  }
+
+  /** The ConfigMaps the CLI lists: snapshot indexes of served namespaces, the chart's records in kube-public. */
+  private configMaps(ns: string | undefined, selector: string): object[] {
+    const out: object[] = [];
+    if ((ns === undefined || ns === 'kube-public') && selector === 'auth.svc.io/served-namespace') {
+      for (const r of this.records) {
+        out.push({ metadata: { name: `svc-served.${r.namespace}`, namespace: 'kube-public', labels: { 'auth.svc.io/served-namespace': r.namespace } }, data: { namespace: r.namespace, snapshotName: 'svc-auth-snapshot', ...(r.cacheMaxAge !== undefined ? { cacheMaxAge: String(r.cacheMaxAge) } : {}) } });
+      }
+    }
+    if (selector === 'auth.svc.io/snapshot-role=index') {
+      for (const n of [...this.namespaces].sort()) {
+        if ((ns !== undefined && n !== ns) || this.unserved.has(n) || n === 'kube-public') continue;
+        out.push({ metadata: { name: 'svc-auth-snapshot', namespace: n, labels: { 'auth.svc.io/snapshot': 'svc-auth-snapshot', 'auth.svc.io/snapshot-role': 'index' } }, data: {} });
+      }
+    }
+    return out;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -96,7 +145,18 @@ export class FakeApiServer {
     const status = (code: number, reason: string, message: string, details?: object) =>
       send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code, ...(details ? { details } : {}) });
 
-    let m = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(url.pathname);
+    let m = /^\/api\/v1(?:\/namespaces\/([^/]+))?\/configmaps$/.exec(url.pathname);
+    if (m && method === 'GET') {
+      const items = this.configMaps(m[1], url.searchParams.get('labelSelector') ?? '');
+      return send(200, { apiVersion: 'v1', kind: 'ConfigMapList', metadata: { resourceVersion: String(this.rv) }, items });
+    }
+    m = /^\/apis\/coordination\.k8s\.io\/v1\/namespaces\/([^/]+)\/leases\/([^/]+)$/.exec(url.pathname);
+    if (m && method === 'GET') {
+      const lease = this.leases.get(`${m[1]}/${m[2]}`);
+      if (!lease) return status(404, 'NotFound', `leases.coordination.k8s.io "${m[2]}" not found`, { name: m[2], group: 'coordination.k8s.io', kind: 'leases' });
+      return send(200, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: m[2], namespace: m[1] }, spec: { ...lease, leaseDurationSeconds: 15 } });
+    }
+    m = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(url.pathname);
     if (m && method === 'GET') {
       const ns = m[1]!;
       return this.namespaces.has(ns)
@@ -145,7 +205,9 @@ export class FakeApiServer {
       if (invalid(obj)) return;
       const stored = { ...obj, metadata: { ...obj.metadata, namespace: ns, resourceVersion: String(dryRun ? this.rv + 1 : ++this.rv), uid: `uid-${obj.metadata.name}`, generation: 1 } };
       if (!dryRun) objs.set(obj.metadata.name, stored);
-      return send(201, stored);
+      const answer = JSON.parse(JSON.stringify(stored)) as Obj;
+      if (!dryRun) this.compile(ns, obj.metadata.name);
+      return send(201, answer);
     }
     if (name && method === 'PUT') {
       const obj = body();
@@ -158,9 +220,14 @@ export class FakeApiServer {
         });
       }
       if (invalid(obj)) return;
-      const stored = { ...obj, status: current.status, metadata: { ...obj.metadata, namespace: ns, uid: current.metadata.uid, resourceVersion: String(dryRun ? this.rv + 1 : ++this.rv) } };
+      // As the real server: metadata.generation moves with every change of the spec, never with status or metadata.
+      const before = (current.metadata.generation as number | undefined) ?? 1;
+      const generation = JSON.stringify(obj.spec) === JSON.stringify(current.spec) ? before : before + 1;
+      const stored = { ...obj, status: current.status, metadata: { ...obj.metadata, namespace: ns, uid: current.metadata.uid, resourceVersion: String(dryRun ? this.rv + 1 : ++this.rv), generation } };
       if (!dryRun) objs.set(name, stored);
-      return send(200, stored);
+      const answer = JSON.parse(JSON.stringify(stored)) as Obj;
+      if (!dryRun && generation !== before) this.compile(ns, name);
+      return send(200, answer);
     }
     if (name && method === 'DELETE') {
       const current = objs.get(name);

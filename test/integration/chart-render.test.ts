@@ -74,6 +74,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
     networkPolicy: { enabled: false },
     snapshotAdmissionPolicy: { enabled: false },
     dataOwnerRole: { enabled: false },
+    servedNamespaceRecord: { enabled: false },
   },
 };
 
@@ -188,12 +189,13 @@ describeCluster('Helm chart charts/svc', () => {
     it('renders the expected objects with the defaults', () => {
       const kinds = all('defaults').map((m) => `${m.kind}/${m.metadata.name}`).sort();
       expect(kinds).toEqual([
+        `ConfigMap/svc-served.${namespace}`,
         'CustomResourceDefinition/protectedscopes.auth.svc.io',
         'Deployment/svc-auth', 'Deployment/svc-management', 'Deployment/svc-operator',
         'NetworkPolicy/svc-auth', 'NetworkPolicy/svc-management', 'NetworkPolicy/svc-operator',
         'PodDisruptionBudget/svc-auth',
-        'Role/svc-auth', 'Role/svc-data-owner', 'Role/svc-management', 'Role/svc-operator',
-        'RoleBinding/svc-auth', 'RoleBinding/svc-management', 'RoleBinding/svc-operator',
+        'Role/svc-auth', 'Role/svc-data-owner', 'Role/svc-management', 'Role/svc-operator', `Role/svc-served.${namespace}`,
+        'RoleBinding/svc-auth', 'RoleBinding/svc-management', 'RoleBinding/svc-operator', `RoleBinding/svc-served.${namespace}`,
         'Service/svc-auth', 'Service/svc-operator-metrics',
         'ServiceAccount/svc-auth', 'ServiceAccount/svc-management', 'ServiceAccount/svc-operator',
         `ValidatingAdmissionPolicy/svc-snapshot-writer.${namespace}`, `ValidatingAdmissionPolicyBinding/svc-snapshot-writer.${namespace}`,
@@ -216,6 +218,8 @@ describeCluster('Helm chart charts/svc', () => {
     it.each(sets)('puts every namespaced object of the %s values in the release namespace', (name) => {
       for (const m of all(name)) {
         if (CLUSTER_KINDS.has(m.kind)) expect(m.metadata.namespace).toBeUndefined();
+        // The served-namespace record and what lets everyone read it live in kube-public (docs/cli-safety.md).
+        else if (m.metadata.name === `svc-served.${namespace}`) expect(m.metadata.namespace).toBe('kube-public');
         else expect(`${m.kind}/${m.metadata.name} in ${m.metadata.namespace}`).toBe(`${m.kind}/${m.metadata.name} in ${namespace}`);
       }
     });
@@ -341,11 +345,26 @@ describeCluster('Helm chart charts/svc', () => {
     });
   });
 
+  describe('the served-namespace record in kube-public (docs/cli-safety.md)', () => {
+    it('names the release namespace, the snapshot and the cache age, and lets every authenticated user get and list the ConfigMaps there, nothing else', () => {
+      const m = all('defaults').filter((o) => o.metadata.namespace === 'kube-public');
+      const name = `svc-served.${namespace}`;
+      expect(m.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([`ConfigMap/${name}`, `Role/${name}`, `RoleBinding/${name}`]);
+      const [cm, role, binding] = m as [Manifest & { data: unknown }, Manifest & { rules: unknown }, Manifest & { roleRef: unknown; subjects: unknown }];
+      expect(cm.metadata.labels?.['auth.svc.io/served-namespace']).toBe(namespace);
+      expect(cm.data).toEqual({ namespace, snapshotName: 'svc-auth-snapshot', cacheMaxAge: '30' });
+      expect(role.rules).toEqual([{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }]);
+      expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name });
+      expect(binding.subjects).toEqual([{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }]);
+      expect(all('minimal').filter((o) => o.metadata.namespace === 'kube-public')).toEqual([]);
+    });
+  });
+
   describe('RBAC objects', () => {
     it.each(sets)('are namespaced Roles and RoleBindings only, each bound to its own ServiceAccount (%s)', (name) => {
       const m = all(name);
       expect(m.filter((o) => /^Cluster(Role|RoleBinding)$/.test(o.kind))).toEqual([]);
-      for (const rb of ofKind(m, 'RoleBinding').filter((b) => b.metadata.name !== 'svc-data-owner')) {
+      for (const rb of ofKind(m, 'RoleBinding').filter((b) => b.metadata.name !== 'svc-data-owner' && b.metadata.namespace !== 'kube-public')) {
         const b = rb as Manifest & { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace: string }[] };
         expect(b.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: rb.metadata.name });
         expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: rb.metadata.name, namespace }]);

@@ -13,6 +13,7 @@ import { buildCli, removeDir, svc, svcProcess, tempDir } from '../cli/harness.js
 import { until } from '../support/wait.js';
 import { makeWis2boxAuthStore } from '../support/wis2box-auth-store.js';
 import { runSuite, T1, T2 } from '../cli/suite.js';
+import { markServed, settleStatuses } from './cli-served-support.js';
 import { describeCluster, kubeConfig, kubeconfigFor, kubeconfigPath, newNamespace } from '../controlplane/testenv.js';
 
 const group = 'auth.svc.io';
@@ -38,13 +39,20 @@ describeCluster('svc on a real API server', () => {
   let ns = '';
   runSuite({
     name: 'kubernetes',
+    // Served as by an svc-operator (its snapshot ConfigMap, and the status it writes once it has compiled a change),
+    // so the commands behave as in a namespace an operator serves: cli-served.test.ts covers the others.
     fresh: async () => {
       ns = await newNamespace('cli');
+      await markServed(ns);
       return ['--kubeconfig', kubeconfigPath(), '-n', ns];
     },
     state: () => state(ns),
     objects: async () => (await list(ns)).map((o) => ({ name: o.metadata.name, spec: o.spec })),
-    put: (object) => create(ns, object),
+    put: async (object) => {
+      await create(ns, object);
+      await settleStatuses(ns);
+    },
+    settle: () => settleStatuses(ns),
     dump: async () => JSON.stringify(await list(ns)),
     where: () => `namespace ${ns} (context ${kubeConfig().getCurrentContext()})`,
     namespace: () => ns,
@@ -62,6 +70,7 @@ describeCluster('svc on a real API server: concurrency and failures', () => {
 
   it('50 parallel add-token processes on one scope leave 50 tokens', async () => {
     const namespace = await newNamespace('cli-parallel');
+    await markServed(namespace);
     const scope = 'origin.a.wis2.mw-met.data.core';
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
@@ -192,6 +201,7 @@ describeCluster('svc on a real API server: concurrency and failures', () => {
 
   it('a hand-written object for the same scope: show merges it, remove-tokens empties both, add-token edits only the CLI\'s object', async () => {
     const namespace = await newNamespace('cli-merge');
+    await markServed(namespace);
     const args = ['--kubeconfig', kubeconfigPath(), '-n', namespace];
     await create(namespace, {
       apiVersion: 'auth.svc.io/v1alpha1',
@@ -265,6 +275,7 @@ describeCluster('svc auth import on a real API server: no transaction, so a dry 
 
   it('refused by admission: every refused scope named by the dry run, nothing written; refused midway: what was written named; run again: complete', async () => {
     const namespace = await newNamespace('cli-import');
+    await markServed(namespace);
     const store = join(dir, 'auth.db');
     makeWis2boxAuthStore(store, ROWS);
     const args = ['--kubeconfig', kubeconfigPath(), '-n', namespace, 'auth', 'import', store];
