@@ -73,6 +73,15 @@ describe('computeDesired', () => {
     expect(both.desired.get('b')!.status.conditions![0]!.message).toMatch(/and 1 subject and 1 network/);
   });
 
+  it('a network admitted that holds every address reports the scope Open to every address, never Closed (issue 41)', () => {
+    const all = computeDesired([ps('w', { topicHierarchy: 'origin.a', tokens: [token('t')], networks: [{ cidr: '0.0.0.0/0' }, { cidr: '::/0' }] })], NOW);
+    expect(all.desired.get('w')!.status).toMatchObject({ state: 'Open', networks: 2 });
+    expect(all.scopeStates.get('topic:origin.a')).toBe('Open');
+    expect(all.desired.get('w')!.status.conditions![0]!.message).toMatch(/^scope Open to every address \(a granted network holds them all\)/);
+    const v4 = computeDesired([ps('v', { topicHierarchy: 'origin.a', networks: [{ cidr: '0.0.0.0/0' }] })], NOW);
+    expect(v4.desired.get('v')!.status.conditions![0]!.message).toMatch(/^scope Open to every IPv4 address/);
+  });
+
   it('an invalid subject never opens what it closed: the valid ones still grant, the scope stays closed', () => {
     const c = computeDesired([ps('s', { topicHierarchy: 'origin.a', subjects: [{ kind: 'User', name: 'alice' }, { kind: 'Robot', name: 'r2' }] })], NOW);
     const status = c.desired.get('s')!.status;

@@ -16,6 +16,7 @@ import {
   networksOf,
   type AccessIndex,
   type ClosedBy,
+  type EveryAddress,
   type OpenOrClosed,
   type ProtectedScope,
   type Scope,
@@ -165,18 +166,22 @@ export class Compiler {
     const closedBy = new Map<string, ClosedBy>();
     const coveredBy = new Map<string, readonly string[]>();
     const scopeObjects = new Map<string, string[]>();
+    const everyAddress = new Map<string, EveryAddress>();
     const index = decisionIndexFor(phase, this.config);
     for (const [key, { entries }] of phase.members) {
       const sanitized = entries.map((e) => e.assessment.sanitized);
       const own = {
         tokens: entries.reduce((n, e) => n + e.tokenCount, 0),
         subjects: sanitized.reduce((n, o) => n + subjectsOf(o).length, 0),
-        networks: new Set(sanitized.flatMap((o) => networksOf(o).map((x) => x.cidr))).size,
+        // The texts, not a count: a granted network that holds every address opens the scope to everyone, which the
+        // status must say (core's networkReach), never "Closed".
+        networkCidrs: [...new Set(sanitized.flatMap((o) => networksOf(o).map((x) => x.cidr)))],
         closedFlag: sanitized.some((o) => o.spec.closed === true),
         public: sanitized.some(publicByFlag),
       };
       const s = enforcedState(index, entries[0]!.assessment.scope, own, this.config);
       scopeStates.set(key, s.state);
+      if (s.state === 'Open' && s.everyAddress !== undefined) everyAddress.set(key, s.everyAddress);
       if (s.state === 'Closed') closedBy.set(key, s.by);
       if (s.state === 'Closed' && s.governing) coveredBy.set(key, s.governing);
       scopeObjects.set(key, entries.map((e) => e.assessment.name));
@@ -189,7 +194,7 @@ export class Compiler {
       const e = phase.entries.get(o.metadata?.name ?? '') ?? entryFor(o, objectCacheKey(o));
       const { active, next } = activeAt(e, nowMs);
       if (next !== undefined && (nextExpiryMs === undefined || next < nextExpiryMs)) nextExpiryMs = next;
-      const d = desiredFor(o, e, active, { scopeStates, closedBy, coveredBy, scopeObjects }, nowIso);
+      const d = desiredFor(o, e, active, { scopeStates, closedBy, coveredBy, scopeObjects, everyAddress }, nowIso);
       desired.set(d.name, d);
     }
     const assessments = [...phase.entries.values()].map((e) => e.assessment);

@@ -3,7 +3,7 @@
  * in the API server already says it: every status field core declares (statusPatchOf), with each condition's
  * transition time moving only when its status does (conditions.ts says what each condition means).
  */
-import { closedAside, formatFieldErrors, networksOf, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type OpenOrClosed, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
+import { closedAside, everyAddressWords, formatFieldErrors, networksOf, SCOPE_FIELD, statusPatchOf, subjectsOf, type ClosedBy, type EveryAddress, type OpenOrClosed, type ProtectedScope, type ProtectedScopeStatus } from '../core/index.js';
 import type { ObjectEntry } from './assessment.js';
 import { conditionsFor, READY, RECONCILING, STALLED, type ConditionSpec, type PendingReason, type PermanentReason } from './conditions.js';
 
@@ -24,6 +24,8 @@ interface ScopeFacts {
   /** For a public scope closed because others' grants cover it: their keys. */
   readonly coveredBy?: Map<string, readonly string[]>;
   readonly scopeObjects: Map<string, string[]>;
+  /** Scopes open because a granted network holds every address (of a family, or of both). */
+  readonly everyAddress?: Map<string, EveryAddress>;
 }
 
 /** One object's desired status once a published snapshot holds its generation: invalid and left out, or its scope's state and its own token counts. */
@@ -43,7 +45,7 @@ export function desiredFor(o: ProtectedScope, e: ObjectEntry, active: number, fa
   const others = (facts.scopeObjects.get(key) ?? []).filter((n) => n !== name);
   const subjects = subjectsOf(a.sanitized).length;
   const networks = networksOf(a.sanitized).length;
-  const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, { subjects, networks }, others.length, facts.coveredBy?.get(key));
+  const summary = summaryOf(state, facts.closedBy.get(key), e.tokenCount, active, { subjects, networks }, others.length, facts.coveredBy?.get(key), facts.everyAddress?.get(key));
   const specs =
     !a.valid
       ? notCompiled('Invalid', `${formatFieldErrors(a.errors)}; unreadable token records are kept as expired placeholders, so the scope stays closed (${summary})`, formatFieldErrors(a.errors))
@@ -103,8 +105,9 @@ export function pendingStatus(o: ProtectedScope, reason: PendingReason, why: str
 }
 
 /** The Ready message: the scope's state and why, this object's tokens, subjects and networks, the objects it shares the scope with. */
-function summaryOf(state: OpenOrClosed, by: ClosedBy | undefined, tokens: number, active: number, grants: { subjects: number; networks: number }, others: number, coveredBy?: readonly string[]): string {
-  const reason = state === 'Closed' && by !== undefined ? closedAside({ by, governing: coveredBy }) : '';
+function summaryOf(state: OpenOrClosed, by: ClosedBy | undefined, tokens: number, active: number, grants: { subjects: number; networks: number }, others: number, coveredBy?: readonly string[], every?: EveryAddress): string {
+  const reason = state === 'Closed' && by !== undefined ? closedAside({ by, governing: coveredBy })
+    : every !== undefined ? ` to ${everyAddressWords(every)} (a granted network holds ${every === 'all' ? 'them all' : 'every one of them'})` : '';
   const count = (n: number, word: string) => (n > 0 ? ` and ${n} ${word}${n === 1 ? '' : 's'}` : '');
   const granted = `${count(grants.subjects, 'subject')}${count(grants.networks, 'network')}`;
   const merged = others > 0 ? `; merged with ${others} other object${others === 1 ? '' : 's'} for the same scope` : '';
