@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { isIP } from 'node:net';
 import {
-  addressCount, everyAddressNote, everyAddressWords, formatAddress, networkOf, networkReach, networksHolding, NetworkSet, parseAddressInto, parseNetwork, wideNetworkRefusal, WIDEST_PREFIX,
+  addressCount, readNetworks, everyAddressNote, everyAddressWords, formatAddress, networkOf, networkReach, networksHolding, NetworkSet, parseAddressInto, parseNetwork, wideNetworkRefusal, WIDEST_PREFIX,
   type AddressFamily, type Network,
 } from './network.js';
 
@@ -233,5 +233,19 @@ describe('how wide a network may be granted (docs/cli-safety.md)', () => {
     expect(everyAddressNote('the dataset x', 'all')).toBe('Download of the dataset x is open to every address: the data provider grants a network that holds them all.');
     expect(addressCount(net('0.0.0.0/1'))).toBe('2,147,483,648');
     expect(addressCount(net('::/1'))).toBe('2^127');
+  });
+});
+
+describe('readNetworks: network records as a grant reads them', () => {
+  it('each readable one once, in canonical order; anything unreadable is reported (it closes the scope)', () => {
+    expect(readNetworks([{ cidr: '203.0.113.0/24' }, { cidr: '2001:db8::/32' }, { cidr: '203.0.113.0/24' }])).toEqual({
+      networks: [expect.objectContaining({ cidr: '2001:db8::/32' }), expect.objectContaining({ cidr: '203.0.113.0/24' })], unreadable: false,
+    });
+    for (const bad of [{ cidr: '203.0.113.9/24' }, { cidr: 7 }, 'x', null, {}]) {
+      const r = readNetworks([{ cidr: '198.51.100.0/24' }, bad]);
+      expect(r.unreadable).toBe(true);
+      expect(r.networks.map((n) => n.cidr)).toEqual(['198.51.100.0/24']);
+    }
+    expect(readNetworks([])).toEqual({ networks: [], unreadable: false });
   });
 });

@@ -228,6 +228,24 @@ export function compareNetworks(a: Pick<Network, 'cidr'>, b: Pick<Network, 'cidr
 }
 
 /**
+ * Network records as a grant reads them (the operator's assessment of an object, the snapshot compiler's merge of a
+ * scope's objects): each readable one (a canonical CIDR) once, in canonical order, and whether any was unreadable. An
+ * unreadable network grants nothing and closes the scope, so a record the API server should have refused never opens
+ * what it closed: the one place that rule is written.
+ */
+export function readNetworks(records: readonly unknown[]): { readonly networks: readonly Network[]; readonly unreadable: boolean } {
+  const byCidr = new Map<string, Network>();
+  let unreadable = false;
+  for (const x of records) {
+    const cidr = typeof x === 'object' && x !== null ? (x as { cidr?: unknown }).cidr : undefined;
+    const parsed = typeof cidr === 'string' ? parseNetwork(cidr) : undefined;
+    if (parsed?.ok) byCidr.set(parsed.value.cidr, parsed.value);
+    else unreadable = true;
+  }
+  return { networks: [...byCidr.values()].sort(compareNetworks), unreadable };
+}
+
+/**
  * The networks of a scope, compiled for matching, most specific first, so the first match is the narrowest grant (the
  * one a log names). IPv4: a Map from network address to network per prefix length present, so an address costs one
  * mask and one lookup per distinct prefix length (a list of 256 /32s is one lookup). IPv6: a flat array of (base, mask)

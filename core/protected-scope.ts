@@ -157,6 +157,11 @@ export function tokensOf(ps: ProtectedScope): readonly TokenRecord[] {
   return ps.spec.tokens ?? [];
 }
 
+/** The token hashes some object of a scope holds, each once: the same token in two objects of one scope is one token. */
+export function tokenHashesOf(objects: readonly ProtectedScope[]): Set<string> {
+  return new Set(objects.flatMap((o) => tokensOf(o).map((t) => t.hash)));
+}
+
 export function subjectsOf(ps: ProtectedScope): readonly Subject[] {
   return ps.spec.subjects ?? [];
 }

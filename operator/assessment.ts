@@ -14,7 +14,7 @@ import {
   isDateTime,
   isTokenHash,
   mergeSubjects,
-  parseNetwork,
+  readNetworks,
   publicRefusal,
   refusedPathForm,
   type PathPrefixes,
@@ -32,6 +32,7 @@ import {
   type Scope,
   type TokenRecord,
 } from '../core/index.js';
+import { isRecord } from '../lib/is-record.js';
 
 export const PLACEHOLDER_HASH = `sha256:${'0'.repeat(64)}` as const;
 export const EPOCH = '1970-01-01T00:00:00.000Z';
@@ -88,7 +89,6 @@ function refusalOf(obj: ProtectedScope, prefixes: PathPrefixes): Pick<ValidAsses
   return { refused: { reason: form !== undefined ? 'RefusedPath' : 'PublicRefused', message }, sanitized };
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** A field that should hold a list, as one: absent is none, a single item is a list of one. */
 const listOf = (v: unknown): readonly unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]);
 
@@ -125,14 +125,8 @@ export function assess(obj: ProtectedScope, prefixes: PathPrefixes = DEFAULT_PRE
  * nothing and keeps the scope closed (`badNetwork`: compiled as closed: true), so it never opens what it closed.
  */
 function sanitizedNetworks(raw: unknown): { networks: NetworkRecord[]; badNetwork: boolean } {
-  const byCidr = new Map<string, NetworkRecord>();
-  let badNetwork = false;
-  for (const x of listOf(raw)) {
-    const parsed = isRecord(x) && typeof x.cidr === 'string' ? parseNetwork(x.cidr) : undefined;
-    if (parsed?.ok) byCidr.set(parsed.value.cidr, { cidr: parsed.value.cidr });
-    else badNetwork = true;
-  }
-  return { networks: [...byCidr.values()], badNetwork };
+  const { networks, unreadable } = readNetworks(listOf(raw));
+  return { networks: networks.map((n) => ({ cidr: n.cidr })), badNetwork: unreadable };
 }
 
 /** One token record of an invalid object: as it is when readable, else an expired placeholder that grants nothing. */

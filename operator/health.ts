@@ -1,3 +1,4 @@
+// svc-operator's /healthz, /readyz and /metrics, on one small node:http server.
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
 import { parseListenAddress } from '../lib/listen-address.js';

@@ -193,7 +193,7 @@ async function listenOrExit(operator: Operator, listen: string, log: pino.Logger
           detail: {
             leader: operator.isLeader,
             protectedScopes: operator.objectInformer.size,
-            lastReconcile: operator.reconciler.lastSuccessAt ? new Date(operator.reconciler.lastSuccessAt).toISOString() : null,
+            lastReconcile: operator.lastReconcileAt !== undefined ? new Date(operator.lastReconcileAt).toISOString() : null,
           },
         }),
       },

@@ -1,3 +1,4 @@
+// svc-operator's Prometheus metrics: reconciles, snapshot writes, queue depths, scopes and tokens by state.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** The operator's Prometheus metrics, on a registry of its own (served at /metrics). */

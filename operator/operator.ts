@@ -279,6 +279,11 @@ export class Operator {
     return this.elector ? this.elector.isLeader() : true;
   }
 
+  /** When the last reconcile succeeded (ms since epoch), or undefined before the first: what /readyz reports. */
+  get lastReconcileAt(): number | undefined {
+    return this.reconciler.lastSuccessAt > 0 ? this.reconciler.lastSuccessAt : undefined;
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     await Promise.all([this.queue.shutdown(), this.statusQueue.shutdown()]);

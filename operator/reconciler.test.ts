@@ -319,7 +319,7 @@ describe('Reconciler.reconcile: what it announces', () => {
 
     w.put('a', { topicHierarchy: 'origin.a' }, 3);
     await w.reconciler.reconcile();
-    expect(w.emitted.map((e) => [e.reason, e.note])).toEqual([['ScopeOpened', 'topic:origin.a is open: no token records left']]);
+    expect(w.emitted.map((e) => [e.reason, e.note])).toEqual([['ScopeOpened', 'topic:origin.a is open: nothing closes it any more (1 object)']]);
   });
 
   it('says why a scope is closed: closed: true, or the default of a path scope', async () => {
@@ -328,8 +328,8 @@ describe('Reconciler.reconcile: what it announces', () => {
     w.put('p', { path: 'processes/svc' });
     await w.reconciler.reconcile();
     expect(w.emitted.map((e) => e.note).sort()).toEqual([
-      'dataset:urn:wmo:md:x:embargo is closed: 0 token records in 1 object (closed: true)',
-      'path:processes/svc is closed: 0 token records in 1 object (closed by default: nothing executes or writes until a token grants it)',
+      'dataset:urn:wmo:md:x:embargo is closed: no grant in 1 object (closed: true)',
+      'path:processes/svc is closed: no grant in 1 object (closed by default: nothing executes or writes until a token grants it)',
     ]);
   });
 

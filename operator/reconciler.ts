@@ -275,13 +275,14 @@ export class Reconciler {
       }
       if (previous === state) continue;
       if (state === 'Open') {
-        events.emit(ref, 'Normal', 'ScopeOpened', `${key} is open: no token records left`);
+        // Tokens are not the only grant: subjects, networks and `closed: true` close a scope too.
+        events.emit(ref, 'Normal', 'ScopeOpened', `${key} is open: nothing closes it any more (${objectCount(names.length)})`);
         continue;
       }
-      const tokens = names.reduce((n, name) => n + (compiled.desired.get(name)?.status.tokens ?? 0), 0);
       const by = compiled.closedBy.get(key);
-      const reason = by !== undefined ? closedAside({ by, governing: compiled.coveredBy.get(key) }) : '';
-      events.emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${tokens} token record${tokens === 1 ? '' : 's'} in ${names.length} object${names.length === 1 ? '' : 's'}${reason}`);
+      // What closes it, counted (tokens are not the only grant), then why in core's one wording where counts do not say it.
+      const aside = by !== undefined ? closedAside({ by, governing: compiled.coveredBy.get(key) }) : '';
+      events.emit(ref, 'Normal', 'ScopeClosed', `${key} is closed: ${grantsIn(names, compiled)} in ${objectCount(names.length)}${aside}`);
     }
     for (const [key, { state, ref }] of this.scopeStates) {
       // A deleted path scope falls back to the default, which is closed unless --open-paths-by-default.
@@ -382,4 +383,17 @@ export class Reconciler {
     return { apiVersion: API_GROUP_VERSION, kind: KIND, name: o.metadata.name, namespace: this.opts.namespace, ...(o.metadata.uid ? { uid: o.metadata.uid } : {}) };
   }
 
+}
+
+/** `1 token record and 2 networks`, or `no grant`: what a scope's objects hold that closes it. */
+function grantsIn(names: readonly string[], compiled: Compilation): string {
+  const sum = (f: (s: ScopeStatus) => number | undefined) => names.reduce((n, name) => n + (f(compiled.desired.get(name)?.status ?? {}) ?? 0), 0);
+  const counted = [[sum((s) => s.tokens), 'token record'], [sum((s) => s.subjects), 'subject'], [sum((s) => s.networks), 'network']] as const;
+  const parts = counted.filter(([n]) => n > 0).map(([n, word]) => `${n} ${word}${n === 1 ? '' : 's'}`);
+  return parts.length === 0 ? 'no grant' : parts.join(' and ');
+}
+
+/** `1 object`, `3 objects`: how many ProtectedScopes protect a scope, in its Events. */
+function objectCount(n: number): string {
+  return `${n} object${n === 1 ? '' : 's'}`;
 }

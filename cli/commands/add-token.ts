@@ -15,8 +15,7 @@ import {
   withSpec,
   type ProtectedScope,
   type Scope,
-  type TokenRecord,
-} from '../../core/index.js';
+  type TokenRecord, tokenHashesOf } from '../../core/index.js';
 import { DURATION_UNITS_MS, parseDuration } from '../../lib/duration.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
@@ -103,7 +102,7 @@ export async function addToken(ctx: CommandContext, tokenArg: string | undefined
   const added: Added = {
     scope, record, generated, token, where: store.where,
     object: result.objects.find((o) => o.metadata.name === scopeObjectName(scope))!,
-    total: new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size,
+    total: tokenHashesOf(result.objects).size,
   };
   if (options.dryRun && options.output !== 'text') printManifest(ctx, added, options.output);
   else printAdded(ctx, added, options);

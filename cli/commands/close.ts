@@ -4,7 +4,7 @@
  * (created, with no token, when the scope has none); opening clears the flag on every object of the scope.
  * Tokens are never touched: a scope that still has tokens stays closed, and the answer says so.
  */
-import { closedAside, closedByFlag, describeState, publicByFlag, scopeKey, stateOf, tokensOf, whyClosed, type Scope, type ScopeState } from '../../core/index.js';
+import { closedAside, closedByFlag, describeState, publicByFlag, scopeKey, stateOf, whyClosed, type Scope, type ScopeState, tokenHashesOf } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -36,7 +36,7 @@ async function setClosed(ctx: CommandContext, options: CloseOptions, close: bool
   const { store } = target;
   let existed = true;
   const result = await updateExisting(ctx, store, () => store.update(scope, close ? noticingNew(closeMutation(scope, store.namespace), (e) => (existed = e)) : openMutation(scope)));
-  const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
+  const tokens = tokenHashesOf(result.objects).size;
   const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjectCount(result.objects), false, ctx.prefixes, networkCount(result.objects));
   const now = describeState(state, tokens, subjectCount(result.objects), networkCount(result.objects));
   if (options.output === 'text') {

@@ -28,8 +28,7 @@ import {
   type PlannedScope,
   type ProtectedScope,
   type Scope,
-  type TokenRecord,
-} from '../../core/index.js';
+  type TokenRecord, tokenHashesOf } from '../../core/index.js';
 import type { Mutate, ScopeStore, UpdateResult } from '../backends/backend.js';
 import { CliError, failure, usageError } from '../errors.js';
 import { isoSeconds, structured } from '../output.js';
@@ -47,7 +46,7 @@ interface ImportOptions extends WriteFlags {
 function importMutation(scope: Scope, records: readonly TokenRecord[], namespace: string | undefined): Mutate {
   const name = scopeObjectName(scope);
   return (current) => {
-    const held = new Set(current.flatMap((o) => tokensOf(o).map((t) => t.hash)));
+    const held = tokenHashesOf(current);
     const ids = new Set(current.flatMap((o) => tokensOf(o).map((t) => t.id)));
     const fresh = records.filter((r) => !held.has(r.hash));
     if (fresh.length === 0) return [];

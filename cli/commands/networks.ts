@@ -9,9 +9,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import {
-  closedByFlag, describeState, everyAddressWords, MAX_NETWORKS_PER_OBJECT, networkReach, networksOf, newProtectedScope, parseNetwork, publicByFlag, scopeKey, scopeObjectName, stateOf,
-  tokensOf, wideNetworkRefusal, withSpec, type NetworkRecord, type ProtectedScope, type Scope, type ScopeState,
-} from '../../core/index.js';
+  closedByFlag, describeState, everyAddressWords, MAX_NETWORKS_PER_OBJECT, networkReach, networksOf, newProtectedScope, parseNetwork, publicByFlag, scopeKey, scopeObjectName, stateOf, wideNetworkRefusal, withSpec, type NetworkRecord, type ProtectedScope, type Scope, type ScopeState, tokenHashesOf } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -152,7 +150,7 @@ function removeMutation(scope: Scope, cidrs: readonly string[], hint: string): M
 
 /** The scope's state after the edit, as the other commands tell it. */
 function stateAfter(ctx: CommandContext, scope: Scope, objects: readonly ProtectedScope[]): { state: ScopeState; tokens: number; subjects: number; networks: number } {
-  const tokens = new Set(objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
+  const tokens = tokenHashesOf(objects).size;
   const subjects = subjectCount(objects);
   const networks = networkCount(objects);
   const reach = networkReach(objects.flatMap((o) => networksOf(o).map((n) => n.cidr)));

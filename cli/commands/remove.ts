@@ -6,8 +6,7 @@
  */
 import {
   closedByFlag, hashToken, importedIdOf, scopeKey, scopeOf, stateOf, TOKEN_ID_PATTERN, tokenIdOf, tokensOf, whyClosed, withSpec, type ProtectedScope, type Scope, type ScopeState,
-  type TokenRecord,
-} from '../../core/index.js';
+  type TokenRecord, tokenHashesOf } from '../../core/index.js';
 import type { Mutate, ScopeStore } from '../backends/backend.js';
 import { CliError, failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -45,7 +44,7 @@ export function removeOneMutation(scope: Scope, match: TokenMatch, hint: string)
   const hit = (t: TokenRecord) => (match.hash !== undefined ? t.hash === match.hash : t.id === match.id);
   return requireScope(scope, 'no token', (current, attempt) => {
     if (match.token !== undefined && !current.some((o) => tokensOf(o).some(hit))) {
-      const imported = importedIdOf(match.token, current.flatMap((o) => tokensOf(o).map((t) => t.hash)));
+      const imported = importedIdOf(match.token, [...tokenHashesOf(current)]);
       if (imported) Object.assign(match, imported);
     }
     const holders = current.filter((o) => tokensOf(o).some(hit));
@@ -83,7 +82,7 @@ async function holdersElsewhere(store: ScopeStore, scope: Scope, match: TokenMat
 }
 
 function remaining(objects: readonly ProtectedScope[]): number {
-  return new Set(objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
+  return tokenHashesOf(objects).size;
 }
 
 function report(ctx: CommandContext, options: RemoveOptions, scope: Scope, where: string, removed: readonly string[], left: number, text: string, state: ScopeState): void {

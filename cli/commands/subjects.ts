@@ -5,10 +5,9 @@
  * lists the subject. Both go through the store's update, so a concurrent edit is never lost.
  */
 import {
-  describeState, MAX_SUBJECTS_PER_OBJECT, mergeSubjects, newProtectedScope, publicByFlag, scopeKey, scopeObjectName, stateOf, subjectKey, subjectsOf, tokensOf, closedByFlag, checkSubject,
+  describeState, MAX_SUBJECTS_PER_OBJECT, mergeSubjects, newProtectedScope, publicByFlag, scopeKey, scopeObjectName, stateOf, subjectKey, subjectsOf, closedByFlag, checkSubject,
   withSpec,
-  type ProtectedScope, type Scope, type Subject,
-} from '../../core/index.js';
+  type ProtectedScope, type Scope, type Subject, tokenHashesOf } from '../../core/index.js';
 import type { Mutate } from '../backends/backend.js';
 import { failure, usageError } from '../errors.js';
 import { structured } from '../output.js';
@@ -73,7 +72,7 @@ async function edit(ctx: CommandContext, options: SubjectOptions, add: boolean):
   const result = await updateExisting(ctx, store, () =>
     store.update(scope, add ? noticingNew(addSubjectMutation(scope, subject, store.namespace), (e) => (existed = e)) : removeSubjectMutation(scope, subject, hint)),
   );
-  const tokens = new Set(result.objects.flatMap((o) => tokensOf(o).map((t) => t.hash))).size;
+  const tokens = tokenHashesOf(result.objects).size;
   const subjects = mergeSubjects(result.objects.map(subjectsOf));
   const networks = networkCount(result.objects);
   const state = stateOf(scope, tokens, result.objects.some(closedByFlag), ctx.openPathsByDefault, subjects.length, false, ctx.prefixes, networks);

@@ -5,7 +5,7 @@
  */
 import { DEFAULT_PREFIXES, publicRefusal, type PathPrefixes } from '../path-scope.js';
 import { closedByFlag, networksOf, publicByFlag, scopeOf, subjectsOf, tokensOf, type ProtectedScope } from '../protected-scope.js';
-import { compareNetworks, parseNetwork, type Network } from '../network.js';
+import { readNetworks, type Network } from '../network.js';
 import { mergeSubjects } from '../subject.js';
 import { compareScopes, compareStrings, scopeKey } from '../scope.js';
 import type { TokenHash } from '../token.js';
@@ -65,21 +65,9 @@ export function* compileSnapshotSteps(objects: readonly ProtectedScope[], every 
   return { generation: generation.digest(), scopeCount: scopes.length, tokenCount, lines };
 }
 
-/**
- * The union of the group's networks, each once, in canonical order. A network that does not parse in canonical form
- * (an object the API server should have refused) grants nothing and closes the scope: `unreadable`.
- */
-function mergeNetworks(group: readonly ProtectedScope[]): { networks: Network[]; unreadable: boolean } {
-  const byCidr = new Map<string, Network>();
-  let unreadable = false;
-  for (const o of group) {
-    for (const n of networksOf(o)) {
-      const parsed = parseNetwork(n.cidr);
-      if (parsed.ok) byCidr.set(parsed.value.cidr, parsed.value);
-      else unreadable = true;
-    }
-  }
-  return { networks: [...byCidr.values()].sort(compareNetworks), unreadable };
+/** The union of the group's networks, each once, in canonical order; an unreadable one closes the scope (readNetworks). */
+function mergeNetworks(group: readonly ProtectedScope[]): { readonly networks: readonly Network[]; readonly unreadable: boolean } {
+  return readNetworks(group.flatMap(networksOf));
 }
 
 /** The snapshot scope of one scope's objects, or undefined when they leave it open. */
