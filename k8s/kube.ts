@@ -160,14 +160,21 @@ export async function fromKubeConfig(kc: KubeConfig, opts: Pick<KubeConnectOptio
   };
 }
 
-/** One agent for every request to an https server (a proxy makes its own connections). */
+/**
+ * One agent for every request to an https server (a proxy makes its own connections). Connections are not kept alive:
+ * on the Node 20 of the image (Debian's 20.19.2, with the 2026 http.Agent fix that guards idle pooled sockets),
+ * node-fetch 2 (client-node 1.4's) reads every chunked answer on a reused socket as cut off (ERR_STREAM_PREMATURE_CLOSE,
+ * nodejs/node#63989), so svc-auth rejected every shard ConfigMap large enough to come chunked and kept serving a stale
+ * snapshot (a revoked token kept working) until it restarted. Found by the kind faults under load; a TLS handshake per
+ * request is the price.
+ */
 async function keepAliveAgent(kc: KubeConfig): Promise<https.Agent | undefined> {
   const cluster = kc.getCurrentCluster();
   if (!cluster || !cluster.server.startsWith('https:') || cluster.proxyUrl) return undefined;
   const tls: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(tls);
   return new https.Agent({
-    keepAlive: true,
+    keepAlive: false,
     maxSockets: 64,
     ca: tls.ca,
     cert: tls.cert,
