@@ -14,7 +14,7 @@
  * against the index in service, by judgedLater alone, so a grant removed (or a network added) meanwhile counts. Open
  * requests and network grants never reach this road: they never read a cookie or a JWT.
  */
-import { extractCredential, judgeRequest, jwtToVerify, settleRequest, type AccessConfig, type AccessIndex, type Decision, type GovernedRequest, type ResolvedCredential, type VerifiedJwt } from '../../core/index.js';
+import { extractCredential, judgeRequest, jwtToVerify, settleRequest, type AccessConfig, type Credential, type AccessIndex, type Decision, type GovernedRequest, type ResolvedCredential, type VerifiedJwt } from '../../core/index.js';
 import type { OidcVerifier } from '../identity/oidc.js';
 import type { HeadRequest } from '../http/head.js';
 import type { AuthMetrics } from '../telemetry/metrics.js';
@@ -41,15 +41,15 @@ export class CredentialRoad {
 
   /** The decision on a governed request: its credential resolved by the list, then judged, now or later. */
   decide(g: GovernedRequest, asked: Asked, req: HeadRequest, x: Exchange, index: AccessIndex): Deciding {
-    const r = this.resolve(g, asked, req, x);
+    const explicit = extractCredential(g.query, asked.authorization, this.o.access.tokenParam);
+    const r = this.resolve(explicit, asked, req, x);
     if ('later' in r) return decidedLater(r.later.then((l) => this.judgedLater(asked, l, r.source)));
     const d = judgeRequest(index, g, r.now, x.at);
-    return this.o.imported?.after(d, g, asked, index, x.at, (l) => this.judgedLater(asked, l, 'imported')) ?? decidedNow(d);
+    return this.o.imported?.after(d, g, explicit, asked.authorization, index, x.at, (l) => this.judgedLater(asked, l, 'imported')) ?? decidedNow(d);
   }
 
   /** Sources 1 to 3, in order: the explicit credential (a JWT of a configured issuer is source 2), else the session. */
-  private resolve(g: GovernedRequest, asked: Asked, req: HeadRequest, x: Exchange): Resolution {
-    const explicit = extractCredential(g.query, asked.authorization, this.o.access.tokenParam);
+  private resolve(explicit: Credential, asked: Asked, req: HeadRequest, x: Exchange): Resolution {
     if (explicit.kind === 'token') return this.jwt(explicit) ?? { now: explicit };
     if (explicit.kind === 'malformed' || this.o.sessions === undefined) return { now: explicit };
     return this.o.sessions.resolve(asked, req, x);

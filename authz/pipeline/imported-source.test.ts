@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { pbkdf2Sync } from 'node:crypto';
-import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, formatImportedHash, newProtectedScope, settleRequest, tokenIdOf, type AccessIndex, type Decision, type Scope, type TokenRecord } from '../../core/index.js';
+import { buildIndex, compileSnapshot, decide, DEFAULT_CONFIG, extractCredential, formatImportedHash, newProtectedScope, settleRequest, tokenIdOf, type AccessIndex, type Decision, type Scope, type TokenRecord } from '../../core/index.js';
 import { CredentialRoad } from './credential-road.js';
 import { decidedNow, type Deciding } from './exchange.js';
 import { ImportedSource } from './imported-source.js';
@@ -41,7 +41,7 @@ function setup(index = indexOf([importedRecord(T_IMPORTED)]), options = { concur
     if (d.outcome === 'verify-jwt') throw new Error('no JWT here');
     const g = settleRequest(index, DEFAULT_CONFIG, req);
     if (g.outcome !== 'governed') return { d, deciding: decidedNow(d) };
-    return { d, deciding: source.after(d, g, { ok: true, ...req }, index, NOW, (l) => road.judgedLater({ ok: true, ...req }, l, 'imported')) ?? decidedNow(d) };
+    return { d, deciding: source.after(d, g, extractCredential(g.query, req.authorization, DEFAULT_CONFIG.tokenParam), req.authorization, index, NOW, (l) => road.judgedLater({ ok: true, ...req }, l, 'imported')) ?? decidedNow(d) };
   };
   return { run, swap: (next: AccessIndex | null) => (current = next) };
 }

@@ -6,8 +6,8 @@
  * the event loop (../imported/imported-tokens.ts), and the match judged against the index in service then. Every
  * other decision passes unchanged.
  */
-import { extractCredential, grantedByImported, importedCandidates, importedCredential, triesImported, type AccessConfig, type AccessIndex, type Decision, type GovernedRequest, type ImportedCandidate, type ImportedCredential, type ImportedMatch } from '../../core/index.js';
-import { decidedLater, decidedNow, type Asked, type Deciding, type Later } from './exchange.js';
+import { grantedByImported, importedCandidates, importedCredential, triesImported, type AccessConfig, type AccessIndex, type Decision, type GovernedRequest, type ImportedCandidate, type ImportedCredential, type ImportedMatch, type Credential } from '../../core/index.js';
+import { decidedLater, decidedNow, type Deciding, type Later } from './exchange.js';
 import type { ImportedTokens } from '../imported/imported-tokens.js';
 
 type Unknown = Extract<Decision, { outcome: 'invalid-token' }>;
@@ -23,20 +23,20 @@ export class ImportedSource {
    * or another scope's token, now when the token verified before; later when its hash must be derived, judged once
    * more by the road's `judgedLater` (null when no slot was free).
    */
-  after(d: Decision, g: GovernedRequest, asked: Asked, index: AccessIndex, now: number, judgedLater: (later: Later) => Decision | null): Deciding | undefined {
+  after(d: Decision, g: GovernedRequest, explicit: Credential, authorization: string | undefined, index: AccessIndex, now: number, judgedLater: (later: Later) => Decision | null): Deciding | undefined {
     if (!triesImported(d)) return undefined;
     const candidates = importedCandidates(index, g.governing, now);
     // Nothing imported governs and nothing was ever verified: no imported token can change the answer.
     if (candidates.length === 0 && this.tokens.size === 0) return undefined;
     // Read from the query settleRequest normalized: the target is never normalized twice.
-    const presented = importedCredential(g.query, asked.authorization, this.access.tokenParam);
+    const presented = importedCredential(g.query, authorization, this.access.tokenParam);
     if (presented === undefined) return undefined;
     const hit = candidates.length > 0 ? this.tokens.remembered(presented.value, candidates) : undefined;
     if (hit) return decidedNow(grantedByImported(g, hit, presented.carrier));
     const elsewhere = this.tokens.rememberedElsewhere(presented.value, index, now);
     if (elsewhere) return decidedNow(insufficientScope(d, elsewhere));
     if (candidates.length === 0) return undefined;
-    return decidedLater(this.derived(presented, candidates, tokenOf(g.query, asked.authorization, this.access.tokenParam)).then(judgedLater));
+    return decidedLater(this.derived(presented, candidates, tokenOf(explicit)).then(judgedLater));
   }
 
   /** The hash derived: the record it matches, judged later; the token itself when none matches; none when no slot was free. */
@@ -57,7 +57,6 @@ function insufficientScope(d: Unknown, elsewhere: ImportedCandidate): Decision {
  * request is judged as when no imported record matches. Never none, since only a presented value is asked about; a
  * malformed credential would be the safe reading if it were.
  */
-function tokenOf(query: string, authorization: string | undefined, tokenParam: string | null): ImportedMatch['token'] {
-  const c = extractCredential(query, authorization, tokenParam);
+function tokenOf(c: Credential): ImportedMatch['token'] {
   return c.kind === 'none' ? { kind: 'malformed', carrier: 'bearer' } : c;
 }
